@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(ext[0].logical, 0);
         assert!(ext.last().unwrap().flags.contains(ExtentFlags::LAST));
         let mapped: u64 = ext.iter().map(|e| e.length).sum();
-        assert!(mapped >= (1 << 20) + 4096 && mapped < (3 << 20), "{ext:?}");
+        assert!(((1 << 20) + 4096..(3 << 20)).contains(&mapped), "{ext:?}");
         let tail = ext
             .iter()
             .find(|e| e.logical == 64 << 20)
