@@ -32,4 +32,4 @@ pub use fiemap::{Extent, ExtentFlags, fiemap, fiemap_range};
 pub use hints::{Advice, fadvise, readahead};
 pub use open::{open_noatime, statx_at, statx_fd};
 pub use rotational::{BlockDev, rotational};
-pub use rustix::fs::Statx;
+pub use rustix::fs::{OFlags, ResolveFlags, Statx};

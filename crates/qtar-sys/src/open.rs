@@ -4,18 +4,32 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use rustix::fs::{AtFlags, Mode, OFlags, Statx, StatxFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, ResolveFlags, Statx, StatxFlags};
 
 static NOATIME_DENIED: AtomicBool = AtomicBool::new(false);
 
-/// `openat(dir, path, flags | O_NOATIME | O_CLOEXEC)`.
+/// `openat2(dir, path, flags | O_NOATIME | O_CLOEXEC, resolve)`.
 ///
-/// `O_NOATIME` is only permitted to the file's owner (or with `CAP_FOWNER`);
-/// on `EPERM` the call is retried without it, and later calls skip it.
-pub fn open_noatime(dir: impl AsFd, path: &[u8], flags: OFlags) -> io::Result<OwnedFd> {
+/// With an empty `resolve` this is a plain `openat`. `O_NOATIME` is only
+/// permitted to the file's owner (or with `CAP_FOWNER`); on `EPERM` the call is
+/// retried without it, and when that happens to an unprivileged user later calls
+/// skip it.
+pub fn open_noatime(
+    dir: impl AsFd,
+    path: &[u8],
+    flags: OFlags,
+    resolve: ResolveFlags,
+) -> io::Result<OwnedFd> {
     let flags = flags | OFlags::CLOEXEC;
-    if !NOATIME_DENIED.load(Ordering::Relaxed) {
-        match rustix::fs::openat(&dir, path, flags | OFlags::NOATIME, Mode::empty()) {
+    let open = |flags: OFlags| {
+        if resolve.is_empty() {
+            rustix::fs::openat(&dir, path, flags, Mode::empty())
+        } else {
+            rustix::fs::openat2(&dir, path, flags, Mode::empty(), resolve)
+        }
+    };
+    if !NOATIME_DENIED.load(Ordering::Relaxed) && !flags.contains(OFlags::PATH) {
+        match open(flags | OFlags::NOATIME) {
             Ok(fd) => return Ok(fd),
             Err(rustix::io::Errno::PERM) => {
                 // Owner mismatch: not worth asking again for files we don't own.
@@ -26,7 +40,7 @@ pub fn open_noatime(dir: impl AsFd, path: &[u8], flags: OFlags) -> io::Result<Ow
             Err(e) => return Err(e.into()),
         }
     }
-    rustix::fs::openat(&dir, path, flags, Mode::empty()).map_err(io::Error::from)
+    open(flags).map_err(io::Error::from)
 }
 
 const WANT: StatxFlags = StatxFlags::BASIC_STATS.union(StatxFlags::BTIME);

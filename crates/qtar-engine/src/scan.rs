@@ -1,0 +1,434 @@
+//! The metadata pass: directories and inodes read in C-SCAN order by a small
+//! pool of threads, so the kernel always has several nearby requests to sort.
+
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+
+use crossbeam_channel as chan;
+use qtar_sys::{DirReader, FileKind, OFlags, ResolveFlags};
+
+use crate::elevator::Elevator;
+use crate::error::{Error, Op};
+use crate::layout::KeySpace;
+use crate::meta::Meta;
+use crate::tree::{DataKey, NONE, Tree, state};
+
+/// Paths longer than this are opened a few components at a time, so names of
+/// any length (beyond `PATH_MAX`) work.
+const CHUNK: usize = 3072;
+
+/// Settings of one metadata pass.
+#[derive(Debug, Clone)]
+pub(crate) struct ScanConfig {
+    pub follow_links: bool,
+    pub one_file_system: bool,
+    pub want_data_keys: bool,
+    pub workers: usize,
+    pub depth: usize,
+}
+
+pub(crate) type NameFilter = dyn Fn(&[u8], FileKind) -> bool + Send + Sync;
+
+#[derive(Debug)]
+enum JobOp {
+    Stat,
+    ReadDir,
+}
+
+#[derive(Debug)]
+struct Job {
+    node: u32,
+    parent: u32,
+    root: u32,
+    op: JobOp,
+    /// Path below the root.
+    rel: Vec<u8>,
+    /// Where the last component starts in `rel`.
+    name_at: usize,
+}
+
+enum Outcome {
+    Stat {
+        meta: Meta,
+        data: DataKey,
+        dir_key: Option<u64>,
+    },
+    Entries {
+        names: Vec<u8>,
+        ents: Vec<(u32, u32, u64, FileKind)>,
+    },
+}
+
+struct Done {
+    node: u32,
+    result: Result<Outcome, (Op, io::Error)>,
+}
+
+/// Roots: a directory fd per root (`None` for a root that is not a directory).
+pub(crate) struct Roots {
+    pub fds: Vec<Option<OwnedFd>>,
+}
+
+pub(crate) struct Scan<'a> {
+    pub cfg: ScanConfig,
+    pub keys: KeySpace,
+    pub tree: Tree,
+    pub errors: Vec<Error>,
+    pub filter: Option<&'a NameFilter>,
+    pub fiemap_unsupported: bool,
+    seq: u64,
+}
+
+impl<'a> Scan<'a> {
+    pub fn new(
+        cfg: ScanConfig,
+        keys: KeySpace,
+        tree: Tree,
+        filter: Option<&'a NameFilter>,
+    ) -> Self {
+        Self {
+            cfg,
+            keys,
+            tree,
+            errors: Vec::new(),
+            filter,
+            fiemap_unsupported: false,
+            seq: 0,
+        }
+    }
+
+    fn stat_key(&mut self, ino: u64) -> u64 {
+        self.seq += 1;
+        match &self.keys {
+            KeySpace::Bytes(m) => m.inode_offset(ino).unwrap_or(ino),
+            KeySpace::Inode => ino,
+            KeySpace::Discovery => self.seq,
+        }
+    }
+
+    fn dir_key(&mut self, ino: u64, data: Option<u64>) -> u64 {
+        match (&self.keys, data) {
+            (KeySpace::Bytes(_), Some(off)) => off,
+            _ => self.stat_key(ino),
+        }
+    }
+
+    fn job(&self, node: u32, op: JobOp) -> Job {
+        let n = &self.tree.nodes[node as usize];
+        let rel = self.tree.rel(node);
+        let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
+        Job {
+            node,
+            parent: n.parent,
+            root: n.root,
+            op,
+            rel,
+            name_at,
+        }
+    }
+
+    /// Runs the pass from the given (already stat-ed) root directories.
+    pub fn run(&mut self, roots: Arc<Roots>, root_dirs: &[u32]) {
+        let (job_tx, job_rx) = chan::unbounded::<Job>();
+        let (done_tx, done_rx) = chan::unbounded::<Done>();
+        let mut elevator: Elevator<Job> = Elevator::new();
+        for &r in root_dirs {
+            let ino = self.tree.nodes[r as usize].ino;
+            let key = self.dir_key(ino, None);
+            elevator.push(key, self.job(r, JobOp::ReadDir));
+        }
+        std::thread::scope(|s| {
+            for _ in 0..self.cfg.workers.max(1) {
+                let job_rx = job_rx.clone();
+                let done_tx = done_tx.clone();
+                let roots = Arc::clone(&roots);
+                let cfg = self.cfg.clone();
+                let bytes_keys = matches!(self.keys, KeySpace::Bytes(_));
+                s.spawn(move || {
+                    let mut w = Worker {
+                        roots,
+                        cfg,
+                        bytes_keys,
+                        dirs: HashMap::new(),
+                        reader: DirReader::default(),
+                    };
+                    for job in job_rx {
+                        let node = job.node;
+                        let result = w.run(job);
+                        if done_tx.send(Done { node, result }).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+            drop(done_tx);
+            let mut in_flight = 0usize;
+            loop {
+                while in_flight < self.cfg.depth.max(1) {
+                    let Some((_, job)) = elevator.pop() else {
+                        break;
+                    };
+                    job_tx.send(job).expect("workers alive");
+                    in_flight += 1;
+                }
+                if in_flight == 0 {
+                    break;
+                }
+                let done = done_rx.recv().expect("workers alive");
+                in_flight -= 1;
+                self.complete(done, &mut elevator);
+            }
+            drop(job_tx);
+        });
+    }
+
+    fn complete(&mut self, done: Done, elevator: &mut Elevator<Job>) {
+        let id = done.node;
+        match done.result {
+            Err((op, e)) => {
+                let n = &mut self.tree.nodes[id as usize];
+                if op == Op::Stat {
+                    n.state |= state::DROPPED;
+                } else if op == Op::Open {
+                    // The entry itself is fine; only its data order is unknown.
+                    n.data = DataKey::Unknown;
+                    return;
+                }
+                self.errors.push(Error::new(self.tree.path_buf(id), op, e));
+            }
+            Ok(Outcome::Stat {
+                meta,
+                data,
+                dir_key,
+            }) => {
+                let root_dev = self.root_dev(id);
+                let n = &mut self.tree.nodes[id as usize];
+                n.meta = Some(meta);
+                n.state |= state::STATED;
+                n.data = data;
+                if data == DataKey::Unknown && meta.is_file() && meta.size > 0 {
+                    self.fiemap_unsupported = true;
+                }
+                if meta.is_dir() {
+                    if self.cfg.one_file_system && Some(meta.dev) != root_dev {
+                        n.state |= state::OTHER_FS;
+                    } else {
+                        let key = self.dir_key(meta.ino, dir_key);
+                        elevator.push(key, self.job(id, JobOp::ReadDir));
+                    }
+                }
+            }
+            Ok(Outcome::Entries { names, ents }) => {
+                let root = self.tree.nodes[id as usize].root;
+                let mut prefix = None;
+                for (off, len, ino, kind) in ents {
+                    let name = &names[off as usize..(off + len) as usize];
+                    if let Some(f) = self.filter {
+                        let p = prefix.get_or_insert_with(|| {
+                            let mut p = self.tree.path(id);
+                            if !p.ends_with(b"/") {
+                                p.push(b'/');
+                            }
+                            p
+                        });
+                        let base = p.len();
+                        p.extend_from_slice(name);
+                        let keep = f(p, kind);
+                        p.truncate(base);
+                        if !keep {
+                            continue;
+                        }
+                    }
+                    let child = self.tree.add(id, root, name, ino);
+                    let key = self.stat_key(ino);
+                    elevator.push(key, self.job(child, JobOp::Stat));
+                }
+            }
+        }
+    }
+
+    fn root_dev(&self, mut id: u32) -> Option<u64> {
+        while self.tree.nodes[id as usize].parent != NONE {
+            id = self.tree.nodes[id as usize].parent;
+        }
+        self.tree.nodes[id as usize].meta.map(|m| m.dev)
+    }
+}
+
+struct Worker {
+    roots: Arc<Roots>,
+    cfg: ScanConfig,
+    bytes_keys: bool,
+    /// Open parent directories, by node (a small cache: siblings come together).
+    dirs: HashMap<u32, OwnedFd>,
+    reader: DirReader,
+}
+
+impl Worker {
+    fn resolve(&self) -> ResolveFlags {
+        if self.cfg.follow_links {
+            ResolveFlags::empty()
+        } else {
+            ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
+        }
+    }
+
+    fn parent_fd(&mut self, job: &Job) -> io::Result<&OwnedFd> {
+        if !self.dirs.contains_key(&job.parent) {
+            if self.dirs.len() >= 64 {
+                self.dirs.clear();
+            }
+            let root = self.roots.fds[job.root as usize]
+                .as_ref()
+                .ok_or_else(|| io::Error::from_raw_os_error(libc_enotdir()))?;
+            let parent_rel = &job.rel[..job.name_at.saturating_sub(1)];
+            let fd = open_rel(
+                root,
+                parent_rel,
+                OFlags::PATH | OFlags::DIRECTORY,
+                self.resolve(),
+            )?;
+            self.dirs.insert(job.parent, fd);
+        }
+        Ok(&self.dirs[&job.parent])
+    }
+
+    fn run(&mut self, job: Job) -> Result<Outcome, (Op, io::Error)> {
+        match job.op {
+            JobOp::ReadDir => {
+                let root = self.roots.fds[job.root as usize]
+                    .as_ref()
+                    .expect("directory root");
+                let fd = open_rel(
+                    root,
+                    &job.rel,
+                    OFlags::RDONLY | OFlags::DIRECTORY,
+                    self.resolve(),
+                )
+                .map_err(|e| (Op::OpenDir, e))?;
+                let mut names = Vec::new();
+                let mut ents = Vec::new();
+                self.reader
+                    .read(&fd, |e| {
+                        ents.push((names.len() as u32, e.name.len() as u32, e.ino, e.kind));
+                        names.extend_from_slice(e.name);
+                    })
+                    .map_err(|e| (Op::ReadDir, e))?;
+                Ok(Outcome::Entries { names, ents })
+            }
+            JobOp::Stat => {
+                let follow = self.cfg.follow_links;
+                let want_keys = self.cfg.want_data_keys;
+                let bytes_keys = self.bytes_keys;
+                let name = job.rel[job.name_at..].to_vec();
+                let parent = self.parent_fd(&job).map_err(|e| (Op::Stat, e))?;
+                let st = qtar_sys::statx_at(parent, &name, follow).map_err(|e| (Op::Stat, e))?;
+                let meta = Meta::from_statx(&st);
+                let mut data = DataKey::None;
+                let mut dir_key = None;
+                if meta.is_file() && want_keys {
+                    data = if meta.size == 0 {
+                        DataKey::Free
+                    } else {
+                        let fd = qtar_sys::open_noatime(
+                            parent,
+                            &name,
+                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+                            ResolveFlags::empty(),
+                        )
+                        .map_err(|e| (Op::Open, e))?;
+                        data_key(&fd)
+                    };
+                } else if meta.is_dir() && bytes_keys {
+                    if let Ok(fd) = qtar_sys::open_noatime(
+                        parent,
+                        &name,
+                        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
+                        ResolveFlags::empty(),
+                    ) {
+                        if let DataKey::At(off) = data_key(&fd) {
+                            dir_key = Some(off);
+                        }
+                    }
+                }
+                Ok(Outcome::Stat {
+                    meta,
+                    data,
+                    dir_key,
+                })
+            }
+        }
+    }
+}
+
+fn libc_enotdir() -> i32 {
+    rustix::io::Errno::NOTDIR.raw_os_error()
+}
+
+/// Where a file's data starts, from its first extents.
+pub(crate) fn data_key(fd: &impl AsFd) -> DataKey {
+    match qtar_sys::fiemap_range(fd, 0, u64::MAX, 8) {
+        Err(_) => DataKey::Unknown,
+        Ok(ext) if ext.is_empty() => DataKey::Free,
+        Ok(ext) => {
+            if let Some(e) = ext.iter().find(|e| e.needs_device_read()) {
+                DataKey::At(e.physical)
+            } else if ext
+                .iter()
+                .any(|e| e.flags.contains(qtar_sys::ExtentFlags::UNKNOWN))
+            {
+                DataKey::Unknown
+            } else if ext
+                .last()
+                .is_some_and(|e| e.flags.contains(qtar_sys::ExtentFlags::LAST))
+            {
+                DataKey::Free
+            } else {
+                // Eight extents that need no read, and more beyond: look further.
+                match qtar_sys::fiemap(fd) {
+                    Ok(all) => all
+                        .iter()
+                        .find(|e| e.needs_device_read())
+                        .map_or(DataKey::Free, |e| DataKey::At(e.physical)),
+                    Err(_) => DataKey::Unknown,
+                }
+            }
+        }
+    }
+}
+
+/// Opens `rel` below `root` (the root itself when `rel` is empty), a chunk of
+/// components at a time when the path is longer than `PATH_MAX` allows.
+pub(crate) fn open_rel(
+    root: &OwnedFd,
+    rel: &[u8],
+    flags: OFlags,
+    resolve: ResolveFlags,
+) -> io::Result<OwnedFd> {
+    let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
+    if rel.len() <= CHUNK {
+        return qtar_sys::open_noatime(root, rel, flags, resolve);
+    }
+    let mut cur: Option<OwnedFd> = None;
+    let mut rest = rel;
+    while rest.len() > CHUNK {
+        let cut = rest[..CHUNK]
+            .iter()
+            .rposition(|&b| b == b'/')
+            .ok_or_else(|| {
+                io::Error::from_raw_os_error(rustix::io::Errno::NAMETOOLONG.raw_os_error())
+            })?;
+        let base = cur.as_ref().unwrap_or(root);
+        let next = qtar_sys::open_noatime(
+            base,
+            &rest[..cut],
+            OFlags::PATH | OFlags::DIRECTORY,
+            resolve,
+        )?;
+        cur = Some(next);
+        rest = &rest[cut + 1..];
+    }
+    qtar_sys::open_noatime(cur.as_ref().unwrap_or(root), rest, flags, resolve)
+}

@@ -1,0 +1,157 @@
+//! Compact storage of the discovered tree: each node is its parent's index plus
+//! a name in one shared byte buffer, so a path costs its name's bytes once.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use crate::meta::Meta;
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Where the data of a regular file starts, for the data pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DataKey {
+    /// Not a file with data (directory, symlink, device, …) or not planned.
+    None,
+    /// Reading it costs no seek: empty, inline, delayed allocation, unwritten.
+    Free,
+    /// The device byte offset of the first extent that needs a read.
+    At(u64),
+    /// The file system did not say where (no FIEMAP, or `UNKNOWN` extents).
+    Unknown,
+}
+
+/// Per-node state bits.
+pub(crate) mod state {
+    /// `statx` succeeded: `meta` is valid.
+    pub const STATED: u8 = 1;
+    /// Excluded or failed: not part of the plan.
+    pub const DROPPED: u8 = 2;
+    /// A directory on another file system, not descended (`--one-file-system`).
+    pub const OTHER_FS: u8 = 4;
+    /// A root given by the caller.
+    pub const ROOT: u8 = 8;
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Node {
+    pub parent: u32,
+    pub root: u32,
+    pub name_off: u64,
+    pub name_len: u32,
+    pub ino: u64,
+    pub state: u8,
+    pub data: DataKey,
+    pub meta: Option<Meta>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Tree {
+    pub nodes: Vec<Node>,
+    pub names: Vec<u8>,
+}
+
+impl Tree {
+    pub fn add(&mut self, parent: u32, root: u32, name: &[u8], ino: u64) -> u32 {
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent,
+            root,
+            name_off: self.names.len() as u64,
+            name_len: name.len() as u32,
+            ino,
+            state: 0,
+            data: DataKey::None,
+            meta: None,
+        });
+        self.names.extend_from_slice(name);
+        id
+    }
+
+    pub fn name(&self, id: u32) -> &[u8] {
+        let n = &self.nodes[id as usize];
+        &self.names[n.name_off as usize..n.name_off as usize + n.name_len as usize]
+    }
+
+    fn chain(&self, mut id: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        while id != NONE {
+            v.push(id);
+            id = self.nodes[id as usize].parent;
+        }
+        v.reverse();
+        v
+    }
+
+    /// The full path as the caller would name it: the root as given, then
+    /// `/name` per level (a root's trailing slashes are not doubled).
+    pub fn path(&self, id: u32) -> Vec<u8> {
+        let chain = self.chain(id);
+        let mut out = Vec::new();
+        for (i, &n) in chain.iter().enumerate() {
+            let name = self.name(n);
+            if i == 0 {
+                out.extend_from_slice(name);
+            } else {
+                while out.len() > 1 && out.ends_with(b"/") {
+                    out.pop();
+                }
+                if !out.ends_with(b"/") {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(name);
+            }
+        }
+        out
+    }
+
+    /// The path below the root (empty for the root itself).
+    pub fn rel(&self, id: u32) -> Vec<u8> {
+        let chain = self.chain(id);
+        let mut out = Vec::new();
+        for &n in &chain[1..] {
+            if !out.is_empty() {
+                out.push(b'/');
+            }
+            out.extend_from_slice(self.name(n));
+        }
+        out
+    }
+
+    pub fn depth(&self, mut id: u32) -> u32 {
+        let mut d = 0;
+        while self.nodes[id as usize].parent != NONE {
+            d += 1;
+            id = self.nodes[id as usize].parent;
+        }
+        d
+    }
+
+    pub fn path_buf(&self, id: u32) -> PathBuf {
+        PathBuf::from(OsStr::from_bytes(&self.path(id)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_join_like_tar() {
+        let mut t = Tree::default();
+        let r = t.add(NONE, 0, b"dir/", 1);
+        let a = t.add(r, 0, b"a", 2);
+        let b = t.add(a, 0, b"b\xff", 3);
+        assert_eq!(t.path(b), b"dir/a/b\xff");
+        assert_eq!(t.rel(b), b"a/b\xff");
+        assert_eq!(t.rel(r), b"");
+        assert_eq!(t.depth(b), 2);
+        let s = t.add(NONE, 1, b"/", 4);
+        let e = t.add(s, 1, b"etc", 5);
+        assert_eq!(t.path(e), b"/etc");
+        let dot = t.add(NONE, 2, b".", 6);
+        let x = t.add(dot, 2, b"x", 7);
+        assert_eq!(t.path(x), b"./x");
+    }
+}
