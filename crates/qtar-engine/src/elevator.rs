@@ -55,22 +55,12 @@ impl<T> Default for Elevator<T> {
 impl<T> Elevator<T> {
     /// An empty elevator with its head at position 0.
     pub fn new() -> Self {
-        Self {
-            head: 0,
-            this_sweep: BinaryHeap::new(),
-            next_sweep: BinaryHeap::new(),
-            seq: 0,
-            sweeps: 0,
-        }
+        Self { head: 0, this_sweep: BinaryHeap::new(), next_sweep: BinaryHeap::new(), seq: 0, sweeps: 0 }
     }
 
     /// Queues `item` at position `key`. Equal keys are served in arrival order.
     pub fn push(&mut self, key: u64, item: T) {
-        let slot = Reverse(Slot {
-            key,
-            seq: self.seq,
-            item,
-        });
+        let slot = Reverse(Slot { key, seq: self.seq, item });
         self.seq += 1;
         if key >= self.head {
             self.this_sweep.push(slot);

@@ -45,11 +45,7 @@ pub struct Error {
 
 impl Error {
     pub(crate) fn new(path: impl Into<PathBuf>, op: Op, source: io::Error) -> Self {
-        Self {
-            path: path.into(),
-            op,
-            source,
-        }
+        Self { path: path.into(), op, source }
     }
 
     /// The path the error is about.

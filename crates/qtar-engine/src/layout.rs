@@ -72,24 +72,13 @@ impl Ext4Map {
 
     /// Parses a superblock (the 1024 bytes at offset 1024) and reads the group
     /// descriptors with `read_at(offset, buf)`.
-    pub fn parse(
-        sb: &[u8; 1024],
-        read_at: impl Fn(u64, &mut [u8]) -> io::Result<()>,
-    ) -> io::Result<Self> {
+    pub fn parse(sb: &[u8; 1024], read_at: impl Fn(u64, &mut [u8]) -> io::Result<()>) -> io::Result<Self> {
         let u16_at = |o: usize| u16::from_le_bytes([sb[o], sb[o + 1]]) as u64;
         let u32_at = |o: usize| u32::from_le_bytes(sb[o..o + 4].try_into().unwrap()) as u64;
         if u16_at(0x38) != 0xEF53 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "not an ext2/3/4 superblock",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "not an ext2/3/4 superblock"));
         }
-        let bad = |what: &str| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("ext4 superblock: bad {what}"),
-            )
-        };
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("ext4 superblock: bad {what}"));
         let log_bs = u32_at(0x18);
         if log_bs > 6 {
             return Err(bad("block size"));
@@ -103,11 +92,7 @@ impl Ext4Map {
         let blocks_count = u32_at(0x04) | if is64 { u32_at(0x150) << 32 } else { 0 };
         let inode_size = if u32_at(0x4C) == 0 { 128 } else { u16_at(0x58) };
         let desc_size = if is64 { u16_at(0xFE).max(32) } else { 32 };
-        if blocks_per_group == 0
-            || inodes_per_group == 0
-            || inode_size == 0
-            || blocks_count <= first_data_block
-        {
+        if blocks_per_group == 0 || inodes_per_group == 0 || inode_size == 0 || blocks_count <= first_data_block {
             return Err(bad("geometry"));
         }
         let groups = (blocks_count - first_data_block).div_ceil(blocks_per_group);
@@ -120,20 +105,11 @@ impl Ext4Map {
             .chunks_exact(desc_size as usize)
             .map(|d| {
                 let lo = u32::from_le_bytes(d[8..12].try_into().unwrap()) as u64;
-                let hi = if desc_size >= 64 {
-                    u32::from_le_bytes(d[0x28..0x2C].try_into().unwrap()) as u64
-                } else {
-                    0
-                };
+                let hi = if desc_size >= 64 { u32::from_le_bytes(d[0x28..0x2C].try_into().unwrap()) as u64 } else { 0 };
                 lo | hi << 32
             })
             .collect();
-        Ok(Self {
-            inodes_per_group,
-            inode_size,
-            block_size,
-            inode_tables,
-        })
+        Ok(Self { inodes_per_group, inode_size, block_size, inode_tables })
     }
 
     /// The byte offset of inode `ino` on the device, if it is in range.
@@ -150,8 +126,7 @@ fn open_block_dev(dev: BlockDev) -> io::Result<File> {
     if let Ok(f) = File::open(&by_num) {
         return Ok(f);
     }
-    let uevent =
-        std::fs::read_to_string(format!("/sys/dev/block/{}:{}/uevent", dev.major, dev.minor))?;
+    let uevent = std::fs::read_to_string(format!("/sys/dev/block/{}:{}/uevent", dev.major, dev.minor))?;
     let name = uevent
         .lines()
         .find_map(|l| l.strip_prefix("DEVNAME="))
@@ -176,8 +151,7 @@ mod tests {
 
     fn sb(groups: u64, is64: bool) -> [u8; 1024] {
         let mut sb = [0u8; 1024];
-        let put32 =
-            |sb: &mut [u8; 1024], o: usize, v: u32| sb[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        let put32 = |sb: &mut [u8; 1024], o: usize, v: u32| sb[o..o + 4].copy_from_slice(&v.to_le_bytes());
         put32(&mut sb, 0x04, (groups * 32768) as u32);
         put32(&mut sb, 0x14, 0);
         put32(&mut sb, 0x18, 2); // 4 KiB

@@ -72,7 +72,8 @@ use tree::{DataKey, NONE, Tree, state};
 /// hard links are detected, all file systems are crossed, and the order is
 /// [`Order::Disk`].
 pub struct Walk {
-    roots: Vec<PathBuf>,
+    /// (where to find it, what to name it)
+    roots: Vec<(PathBuf, Vec<u8>)>,
     order: Order,
     follow_links: bool,
     one_file_system: bool,
@@ -109,15 +110,23 @@ impl Walk {
 
     /// Adds a root: a directory to walk, or a single file. Entries under it are
     /// named by this path plus `/name` per level.
-    pub fn root(mut self, path: impl AsRef<Path>) -> Self {
-        self.roots.push(path.as_ref().to_path_buf());
+    pub fn root(self, path: impl AsRef<Path>) -> Self {
+        let name = path.as_ref().as_os_str().as_bytes().to_vec();
+        self.root_as(path, name)
+    }
+
+    /// Adds a root found at `path` whose entries are named `name`, `name/a`,
+    /// … (like `tar -C DIR NAME`, where `path` is `DIR/NAME`).
+    pub fn root_as(mut self, path: impl AsRef<Path>, name: impl Into<Vec<u8>>) -> Self {
+        self.roots.push((path.as_ref().to_path_buf(), name.into()));
         self
     }
 
     /// Adds several roots.
     pub fn roots<P: AsRef<Path>>(mut self, paths: impl IntoIterator<Item = P>) -> Self {
-        self.roots
-            .extend(paths.into_iter().map(|p| p.as_ref().to_path_buf()));
+        for p in paths {
+            self = self.root(p);
+        }
         self
     }
 
@@ -177,10 +186,7 @@ impl Walk {
     /// are stat-ed; a skipped directory is not descended into. `path` is the
     /// full path as named by its root, `kind` is from the directory entry
     /// (possibly [`FileKind::Unknown`]). Roots are not filtered.
-    pub fn filter(
-        mut self,
-        keep: impl Fn(&[u8], FileKind) -> bool + Send + Sync + 'static,
-    ) -> Self {
+    pub fn filter(mut self, keep: impl Fn(&[u8], FileKind) -> bool + Send + Sync + 'static) -> Self {
         self.filter = Some(Box::new(keep));
         self
     }
@@ -203,18 +209,18 @@ impl Walk {
         let mut first_dev: Option<BlockDev> = None;
         let mut fs_kind: Option<FsKind> = None;
         let disk = self.order == Order::Disk;
-        for (i, root) in self.roots.iter().enumerate() {
+        for (i, (root, name)) in self.roots.iter().enumerate() {
             let bytes = root.as_os_str().as_bytes();
             let st = match qtar_sys::statx_at(rustix::fs::CWD, bytes, self.follow_links) {
                 Ok(st) => st,
                 Err(e) => {
-                    errors.push(Error::new(root.clone(), Op::Stat, e));
+                    errors.push(Error::new(PathBuf::from(OsStr::from_bytes(name)), Op::Stat, e));
                     fds.push(None);
                     continue;
                 }
             };
             let meta = Meta::from_statx(&st);
-            let id = tree.add(NONE, i as u32, bytes, meta.ino);
+            let id = tree.add(NONE, i as u32, name, meta.ino);
             let node = &mut tree.nodes[id as usize];
             node.meta = Some(meta);
             node.state |= state::STATED | state::ROOT;
@@ -222,11 +228,7 @@ impl Walk {
             if meta.is_dir() {
                 let flags = OFlags::PATH
                     | OFlags::DIRECTORY
-                    | if self.follow_links {
-                        OFlags::empty()
-                    } else {
-                        OFlags::NOFOLLOW
-                    };
+                    | if self.follow_links { OFlags::empty() } else { OFlags::NOFOLLOW };
                 match qtar_sys::open_noatime(rustix::fs::CWD, bytes, flags, ResolveFlags::empty()) {
                     Ok(fd) => {
                         fs_kind.get_or_insert_with(|| FsKind::of(&fd).unwrap_or(FsKind::Other(0)));
@@ -234,7 +236,7 @@ impl Walk {
                         root_dirs.push(id);
                     }
                     Err(e) => {
-                        errors.push(Error::new(root.clone(), Op::OpenDir, e));
+                        errors.push(Error::new(PathBuf::from(OsStr::from_bytes(name)), Op::OpenDir, e));
                         fds.push(None);
                     }
                 }
@@ -247,8 +249,7 @@ impl Walk {
                         ResolveFlags::empty(),
                     ) {
                         Ok(fd) if meta.size > 0 => {
-                            fs_kind
-                                .get_or_insert_with(|| FsKind::of(&fd).unwrap_or(FsKind::Other(0)));
+                            fs_kind.get_or_insert_with(|| FsKind::of(&fd).unwrap_or(FsKind::Other(0)));
                             scan::data_key(&fd)
                         }
                         Ok(_) => DataKey::Free,
@@ -266,9 +267,7 @@ impl Walk {
             KeySpace::Discovery
         } else {
             match (fs_kind, first_dev, self.exact_layout) {
-                (FsKind::Ext, Some(dev), true) => {
-                    Ext4Map::probe(dev).map_or(KeySpace::Inode, KeySpace::Bytes)
-                }
+                (FsKind::Ext, Some(dev), true) => Ext4Map::probe(dev).map_or(KeySpace::Inode, KeySpace::Bytes),
                 _ => KeySpace::Inode,
             }
         };
@@ -291,32 +290,17 @@ impl Walk {
         scan.run(Arc::clone(&roots), &root_dirs);
         errors.append(&mut scan.errors);
         let fallback = if scan.fiemap_unsupported {
-            if fs_kind.inode_order_meaningful() {
-                OrderUsed::Inode
-            } else {
-                OrderUsed::Discovery
-            }
+            if fs_kind.inode_order_meaningful() { OrderUsed::Inode } else { OrderUsed::Discovery }
         } else {
             OrderUsed::Physical
         };
         let tree = scan.tree;
         let (order, links, used) = plan::arrange(&tree, self.order, fallback, self.hard_links);
-        let prefetch = self.prefetch.unwrap_or(if solid {
-            Prefetch::SOLID_STATE
-        } else {
-            Prefetch::ROTATIONAL
-        });
+        let prefetch = self.prefetch.unwrap_or(if solid { Prefetch::SOLID_STATE } else { Prefetch::ROTATIONAL });
+        let root_paths = self.roots.into_iter().map(|(p, _)| p).collect();
         Ok(Plan {
             tree,
-            order,
-            links,
-            errors,
-            used,
-            roots,
-            rotational,
-            follow_links: self.follow_links,
-            prefetch,
-        })
+            root_paths, order, links, errors, used, roots, rotational, follow_links: self.follow_links, prefetch })
     }
 }
 

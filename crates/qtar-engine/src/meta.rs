@@ -47,10 +47,7 @@ pub struct Meta {
 impl Meta {
     /// Converts a `statx` result.
     pub fn from_statx(st: &qtar_sys::Statx) -> Self {
-        let ts = |t: rustix::fs::StatxTimestamp| Timestamp {
-            sec: t.tv_sec,
-            nsec: t.tv_nsec,
-        };
+        let ts = |t: rustix::fs::StatxTimestamp| Timestamp { sec: t.tv_sec, nsec: t.tv_nsec };
         let mode = st.stx_mode as u32;
         Self {
             kind: FileKind::from_mode(mode),

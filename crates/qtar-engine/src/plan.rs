@@ -55,9 +55,7 @@ impl std::fmt::Display for OrderUsed {
         f.write_str(match self {
             OrderUsed::Physical => "disk order (physical extents, FIEMAP)",
             OrderUsed::Inode => "inode order (no FIEMAP on this file system)",
-            OrderUsed::Discovery => {
-                "discovery order (no FIEMAP, and inode numbers do not follow disk position)"
-            }
+            OrderUsed::Discovery => "discovery order (no FIEMAP, and inode numbers do not follow disk position)",
             OrderUsed::Name => "name order",
             OrderUsed::InodePerDirectory => "inode order within each directory",
             OrderUsed::DirectoryListing => "directory listing order",
@@ -75,6 +73,8 @@ pub struct Plan {
     pub(crate) errors: Vec<Error>,
     pub(crate) used: OrderUsed,
     pub(crate) roots: Arc<Roots>,
+    /// Where each root is on the file system (its entries may be named otherwise).
+    pub(crate) root_paths: Vec<PathBuf>,
     pub(crate) rotational: Option<bool>,
     pub(crate) follow_links: bool,
     pub(crate) prefetch: crate::Prefetch,
@@ -109,10 +109,7 @@ impl<'p> Entry<'p> {
 
     /// Metadata from the metadata pass.
     pub fn meta(&self) -> &'p Meta {
-        self.plan.tree.nodes[self.node() as usize]
-            .meta
-            .as_ref()
-            .expect("planned entries are stat-ed")
+        self.plan.tree.nodes[self.node() as usize].meta.as_ref().expect("planned entries are stat-ed")
     }
 
     /// The kind of file.
@@ -144,10 +141,7 @@ impl<'p> Entry<'p> {
     /// carries the data. Always earlier in the plan.
     pub fn hard_link_target(&self) -> Option<Entry<'p>> {
         let t = self.plan.links[self.pos];
-        (t != NONE).then_some(Entry {
-            plan: self.plan,
-            pos: t as usize,
-        })
+        (t != NONE).then_some(Entry { plan: self.plan, pos: t as usize })
     }
 
     /// A directory on another file system that was not descended into
@@ -207,13 +201,10 @@ impl<'p> Entry<'p> {
                         rel.clone(),
                     ),
                 };
-                dir.and_then(|d| {
-                    rustix::fs::readlinkat(&d, name.as_slice(), Vec::new())
-                        .map_err(std::io::Error::from)
-                })
-                .map(|c| PathBuf::from(OsStr::from_bytes(c.as_bytes())))
+                dir.and_then(|d| rustix::fs::readlinkat(&d, name.as_slice(), Vec::new()).map_err(std::io::Error::from))
+                    .map(|c| PathBuf::from(OsStr::from_bytes(c.as_bytes())))
             }
-            _ => std::fs::read_link(&path),
+            _ => std::fs::read_link(&self.plan.root_paths[n.root as usize]),
         };
         res.map_err(|e| Error::new(path, crate::error::Op::ReadLink, e))
     }
@@ -314,9 +305,7 @@ pub(crate) fn arrange(
             // not on which metadata worker finished first.
             let tie = |a: u32, b: u32| {
                 let (na, nb) = (&tree.nodes[a as usize], &tree.nodes[b as usize]);
-                na.ino
-                    .cmp(&nb.ino)
-                    .then_with(|| tree.path(a).cmp(&tree.path(b)))
+                na.ino.cmp(&nb.ino).then_with(|| tree.path(a).cmp(&tree.path(b)))
             };
             data.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tie(a.1, b.1)));
             free.sort_unstable_by(|&a, &b| tie(a, b));

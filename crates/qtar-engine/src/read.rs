@@ -5,6 +5,7 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 
 use qtar_sys::{Advice, OFlags, ResolveFlags};
 
@@ -24,15 +25,9 @@ pub struct Prefetch {
 impl Prefetch {
     /// The default for a rotational (or unknown) device: enough requests in
     /// flight for the elevator to sort, few enough to stay near the head.
-    pub const ROTATIONAL: Prefetch = Prefetch {
-        files: 64,
-        bytes: 16 << 20,
-    };
+    pub const ROTATIONAL: Prefetch = Prefetch { files: 64, bytes: 16 << 20 };
     /// The default for a non-rotational device: a deeper queue.
-    pub const SOLID_STATE: Prefetch = Prefetch {
-        files: 256,
-        bytes: 64 << 20,
-    };
+    pub const SOLID_STATE: Prefetch = Prefetch { files: 256, bytes: 64 << 20 };
     /// No prefetching: one request at a time, like a plain reader.
     pub const NONE: Prefetch = Prefetch { files: 0, bytes: 0 };
 }
@@ -66,14 +61,7 @@ impl Plan {
 
     /// [`Plan::reader`] with an explicit prefetch window.
     pub fn reader_with(&self, window: Prefetch) -> Reader<'_> {
-        Reader {
-            plan: self,
-            next: 0,
-            ahead: VecDeque::new(),
-            open_next: 0,
-            ahead_bytes: 0,
-            window,
-        }
+        Reader { plan: self, next: 0, ahead: VecDeque::new(), open_next: 0, ahead_bytes: 0, window }
     }
 
     pub(crate) fn open_data(&self, pos: usize) -> io::Result<File> {
@@ -84,22 +72,10 @@ impl Plan {
         } else {
             ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS
         };
-        let flags = OFlags::RDONLY
-            | if self.follow_links {
-                OFlags::empty()
-            } else {
-                OFlags::NOFOLLOW
-            };
+        let flags = OFlags::RDONLY | if self.follow_links { OFlags::empty() } else { OFlags::NOFOLLOW };
         let fd = match &self.roots.fds[n.root as usize] {
-            Some(root) if n.parent != NONE => {
-                crate::scan::open_rel(root, &self.tree.rel(id), flags, resolve)?
-            }
-            _ => qtar_sys::open_noatime(
-                rustix::fs::CWD,
-                &self.tree.path(id),
-                flags,
-                ResolveFlags::empty(),
-            )?,
+            Some(root) if n.parent != NONE => crate::scan::open_rel(root, &self.tree.rel(id), flags, resolve)?,
+            _ => qtar_sys::open_noatime(rustix::fs::CWD, self.root_paths[n.root as usize].as_os_str().as_bytes(), flags, ResolveFlags::empty())?,
         };
         Ok(File::from(fd))
     }
@@ -154,16 +130,11 @@ impl<'p> Iterator for Reader<'p> {
         let entry = self.plan.get(pos).expect("in range");
         if entry.needs_read() && self.window.files > 0 {
             let size = entry.meta().size;
-            self.ahead_bytes = self
-                .ahead_bytes
-                .saturating_sub(size.min(self.window.bytes.max(1)));
+            self.ahead_bytes = self.ahead_bytes.saturating_sub(size.min(self.window.bytes.max(1)));
         }
         Some(match file {
             None => Ok(Item { entry, file: None }),
-            Some(Ok(f)) => Ok(Item {
-                entry,
-                file: Some(f),
-            }),
+            Some(Ok(f)) => Ok(Item { entry, file: Some(f) }),
             Some(Err(e)) => Err(Error::new(entry.path(), Op::Open, e)),
         })
     }

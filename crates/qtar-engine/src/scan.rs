@@ -50,15 +50,8 @@ struct Job {
 }
 
 enum Outcome {
-    Stat {
-        meta: Meta,
-        data: DataKey,
-        dir_key: Option<u64>,
-    },
-    Entries {
-        names: Vec<u8>,
-        ents: Vec<(u32, u32, u64, FileKind)>,
-    },
+    Stat { meta: Meta, data: DataKey, dir_key: Option<u64> },
+    Entries { names: Vec<u8>, ents: Vec<(u32, u32, u64, FileKind)> },
 }
 
 struct Done {
@@ -82,21 +75,8 @@ pub(crate) struct Scan<'a> {
 }
 
 impl<'a> Scan<'a> {
-    pub fn new(
-        cfg: ScanConfig,
-        keys: KeySpace,
-        tree: Tree,
-        filter: Option<&'a NameFilter>,
-    ) -> Self {
-        Self {
-            cfg,
-            keys,
-            tree,
-            errors: Vec::new(),
-            filter,
-            fiemap_unsupported: false,
-            seq: 0,
-        }
+    pub fn new(cfg: ScanConfig, keys: KeySpace, tree: Tree, filter: Option<&'a NameFilter>) -> Self {
+        Self { cfg, keys, tree, errors: Vec::new(), filter, fiemap_unsupported: false, seq: 0 }
     }
 
     fn stat_key(&mut self, ino: u64) -> u64 {
@@ -119,14 +99,7 @@ impl<'a> Scan<'a> {
         let n = &self.tree.nodes[node as usize];
         let rel = self.tree.rel(node);
         let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-        Job {
-            node,
-            parent: n.parent,
-            root: n.root,
-            op,
-            rel,
-            name_at,
-        }
+        Job { node, parent: n.parent, root: n.root, op, rel, name_at }
     }
 
     /// Runs the pass from the given (already stat-ed) root directories.
@@ -147,13 +120,7 @@ impl<'a> Scan<'a> {
                 let cfg = self.cfg.clone();
                 let bytes_keys = matches!(self.keys, KeySpace::Bytes(_));
                 s.spawn(move || {
-                    let mut w = Worker {
-                        roots,
-                        cfg,
-                        bytes_keys,
-                        dirs: HashMap::new(),
-                        reader: DirReader::default(),
-                    };
+                    let mut w = Worker { roots, cfg, bytes_keys, dirs: HashMap::new(), reader: DirReader::default() };
                     for job in job_rx {
                         let node = job.node;
                         let result = w.run(job);
@@ -198,11 +165,7 @@ impl<'a> Scan<'a> {
                 }
                 self.errors.push(Error::new(self.tree.path_buf(id), op, e));
             }
-            Ok(Outcome::Stat {
-                meta,
-                data,
-                dir_key,
-            }) => {
+            Ok(Outcome::Stat { meta, data, dir_key }) => {
                 let root_dev = self.root_dev(id);
                 let n = &mut self.tree.nodes[id as usize];
                 n.meta = Some(meta);
@@ -284,12 +247,7 @@ impl Worker {
                 .as_ref()
                 .ok_or_else(|| io::Error::from_raw_os_error(libc_enotdir()))?;
             let parent_rel = &job.rel[..job.name_at.saturating_sub(1)];
-            let fd = open_rel(
-                root,
-                parent_rel,
-                OFlags::PATH | OFlags::DIRECTORY,
-                self.resolve(),
-            )?;
+            let fd = open_rel(root, parent_rel, OFlags::PATH | OFlags::DIRECTORY, self.resolve())?;
             self.dirs.insert(job.parent, fd);
         }
         Ok(&self.dirs[&job.parent])
@@ -298,16 +256,9 @@ impl Worker {
     fn run(&mut self, job: Job) -> Result<Outcome, (Op, io::Error)> {
         match job.op {
             JobOp::ReadDir => {
-                let root = self.roots.fds[job.root as usize]
-                    .as_ref()
-                    .expect("directory root");
-                let fd = open_rel(
-                    root,
-                    &job.rel,
-                    OFlags::RDONLY | OFlags::DIRECTORY,
-                    self.resolve(),
-                )
-                .map_err(|e| (Op::OpenDir, e))?;
+                let root = self.roots.fds[job.root as usize].as_ref().expect("directory root");
+                let fd = open_rel(root, &job.rel, OFlags::RDONLY | OFlags::DIRECTORY, self.resolve())
+                    .map_err(|e| (Op::OpenDir, e))?;
                 let mut names = Vec::new();
                 let mut ents = Vec::new();
                 self.reader
@@ -353,11 +304,7 @@ impl Worker {
                         }
                     }
                 }
-                Ok(Outcome::Stat {
-                    meta,
-                    data,
-                    dir_key,
-                })
+                Ok(Outcome::Stat { meta, data, dir_key })
             }
         }
     }
@@ -375,23 +322,16 @@ pub(crate) fn data_key(fd: &impl AsFd) -> DataKey {
         Ok(ext) => {
             if let Some(e) = ext.iter().find(|e| e.needs_device_read()) {
                 DataKey::At(e.physical)
-            } else if ext
-                .iter()
-                .any(|e| e.flags.contains(qtar_sys::ExtentFlags::UNKNOWN))
-            {
+            } else if ext.iter().any(|e| e.flags.contains(qtar_sys::ExtentFlags::UNKNOWN)) {
                 DataKey::Unknown
-            } else if ext
-                .last()
-                .is_some_and(|e| e.flags.contains(qtar_sys::ExtentFlags::LAST))
-            {
+            } else if ext.last().is_some_and(|e| e.flags.contains(qtar_sys::ExtentFlags::LAST)) {
                 DataKey::Free
             } else {
                 // Eight extents that need no read, and more beyond: look further.
                 match qtar_sys::fiemap(fd) {
-                    Ok(all) => all
-                        .iter()
-                        .find(|e| e.needs_device_read())
-                        .map_or(DataKey::Free, |e| DataKey::At(e.physical)),
+                    Ok(all) => {
+                        all.iter().find(|e| e.needs_device_read()).map_or(DataKey::Free, |e| DataKey::At(e.physical))
+                    }
                     Err(_) => DataKey::Unknown,
                 }
             }
@@ -401,12 +341,7 @@ pub(crate) fn data_key(fd: &impl AsFd) -> DataKey {
 
 /// Opens `rel` below `root` (the root itself when `rel` is empty), a chunk of
 /// components at a time when the path is longer than `PATH_MAX` allows.
-pub(crate) fn open_rel(
-    root: &OwnedFd,
-    rel: &[u8],
-    flags: OFlags,
-    resolve: ResolveFlags,
-) -> io::Result<OwnedFd> {
+pub(crate) fn open_rel(root: &OwnedFd, rel: &[u8], flags: OFlags, resolve: ResolveFlags) -> io::Result<OwnedFd> {
     let rel: &[u8] = if rel.is_empty() { b"." } else { rel };
     if rel.len() <= CHUNK {
         return qtar_sys::open_noatime(root, rel, flags, resolve);
@@ -417,16 +352,9 @@ pub(crate) fn open_rel(
         let cut = rest[..CHUNK]
             .iter()
             .rposition(|&b| b == b'/')
-            .ok_or_else(|| {
-                io::Error::from_raw_os_error(rustix::io::Errno::NAMETOOLONG.raw_os_error())
-            })?;
+            .ok_or_else(|| io::Error::from_raw_os_error(rustix::io::Errno::NAMETOOLONG.raw_os_error()))?;
         let base = cur.as_ref().unwrap_or(root);
-        let next = qtar_sys::open_noatime(
-            base,
-            &rest[..cut],
-            OFlags::PATH | OFlags::DIRECTORY,
-            resolve,
-        )?;
+        let next = qtar_sys::open_noatime(base, &rest[..cut], OFlags::PATH | OFlags::DIRECTORY, resolve)?;
         cur = Some(next);
         rest = &rest[cut + 1..];
     }

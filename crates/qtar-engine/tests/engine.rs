@@ -19,11 +19,7 @@ fn make_tree(root: &Path) {
         let d = i % 6;
         let size = [1usize, 700, 4096, 5000, 70_000, 300_000][i % 6] + i;
         let data: Vec<u8> = (0..size).map(|j| (j * 31 + i) as u8).collect();
-        let p = if i % 4 == 0 {
-            root.join(format!("d{d}/sub/f{i}"))
-        } else {
-            root.join(format!("d{d}/f{i}"))
-        };
+        let p = if i % 4 == 0 { root.join(format!("d{d}/sub/f{i}")) } else { root.join(format!("d{d}/f{i}")) };
         std::fs::write(&p, data).unwrap();
         if i % 10 == 0 {
             // Force allocation now, in this order.
@@ -40,10 +36,7 @@ fn make_tree(root: &Path) {
 }
 
 fn walkdir_set(root: &Path) -> BTreeSet<Vec<u8>> {
-    walkdir::WalkDir::new(root)
-        .into_iter()
-        .map(|e| e.unwrap().path().as_os_str().as_bytes().to_vec())
-        .collect()
+    walkdir::WalkDir::new(root).into_iter().map(|e| e.unwrap().path().as_os_str().as_bytes().to_vec()).collect()
 }
 
 fn check_invariants(plan: &qtar_engine::Plan) {
@@ -62,35 +55,21 @@ fn check_invariants(plan: &qtar_engine::Plan) {
         assert!(!seen_dir, "directories come last: {e:?}");
         if let Some(off) = e.physical_offset() {
             if e.hard_link_target().is_none() {
-                assert!(
-                    off >= last_off,
-                    "data in physical order: {e:?} at {off} after {last_off}"
-                );
+                assert!(off >= last_off, "data in physical order: {e:?} at {off} after {last_off}");
                 last_off = off;
                 in_data = true;
             }
         } else {
-            assert!(
-                !in_data || e.hard_link_target().is_some(),
-                "no-seek entries come before the data: {e:?}"
-            );
+            assert!(!in_data || e.hard_link_target().is_some(), "no-seek entries come before the data: {e:?}");
         }
     }
     // Every directory after all of its descendants.
-    let pos: std::collections::HashMap<Vec<u8>, usize> = plan
-        .entries()
-        .map(|e| (e.path_bytes(), e.index()))
-        .collect();
+    let pos: std::collections::HashMap<Vec<u8>, usize> = plan.entries().map(|e| (e.path_bytes(), e.index())).collect();
     for e in plan.entries() {
         let p = e.path();
         if let Some(parent) = p.parent() {
             if let Some(&pp) = pos.get(parent.as_os_str().as_bytes()) {
-                assert!(
-                    pp > e.index(),
-                    "{} before its child {}",
-                    parent.display(),
-                    p.display()
-                );
+                assert!(pp > e.index(), "{} before its child {}", parent.display(), p.display());
             }
         }
     }
@@ -108,10 +87,7 @@ fn plan_lists_what_walkdir_lists_in_every_order() {
         let got: BTreeSet<Vec<u8>> = plan.entries().map(|e| e.path_bytes()).collect();
         assert_eq!(got, want, "{order:?}");
         assert_eq!(plan.len(), want.len(), "no duplicates in {order:?}");
-        let links = plan
-            .entries()
-            .filter(|e| e.hard_link_target().is_some())
-            .count();
+        let links = plan.entries().filter(|e| e.hard_link_target().is_some()).count();
         assert_eq!(links, 2, "two extra names of d1/f1 in {order:?}");
     }
 }
@@ -149,17 +125,10 @@ fn reader_yields_every_file_with_its_contents() {
                 assert_eq!(got, std::fs::read(e.path()).unwrap(), "{e:?}");
                 n += 1;
             }
-            None => assert!(
-                !e.meta().is_file() || e.hard_link_target().is_some(),
-                "{e:?}"
-            ),
+            None => assert!(!e.meta().is_file() || e.hard_link_target().is_some(), "{e:?}"),
         }
     }
-    assert_eq!(
-        n,
-        120 + 1,
-        "120 files and the empty one, links not reopened"
-    );
+    assert_eq!(n, 120 + 1, "120 files and the empty one, links not reopened");
 }
 
 #[test]
@@ -167,16 +136,8 @@ fn filter_prunes_before_stat() {
     let dir = scratch();
     let root = dir.path().join("t");
     make_tree(&root);
-    let plan = Walk::new()
-        .root(&root)
-        .filter(|p, _| !p.ends_with(b"/sub"))
-        .plan()
-        .unwrap();
-    assert!(plan.entries().all(|e| {
-        !e.path_bytes()
-            .windows(5)
-            .any(|w| w == b"/sub/" || w == b"/sub")
-    }));
+    let plan = Walk::new().root(&root).filter(|p, _| !p.ends_with(b"/sub")).plan().unwrap();
+    assert!(plan.entries().all(|e| { !e.path_bytes().windows(5).any(|w| w == b"/sub/" || w == b"/sub") }));
     assert!(plan.len() > 50);
 }
 
@@ -194,27 +155,11 @@ fn disk_order_on_loop_ext4_matches_filefrag() {
     check_invariants(&plan);
     // FIEMAP's first physical offset agrees with filefrag's.
     let mut checked = 0;
-    for e in plan
-        .entries()
-        .filter(|e| e.physical_offset().is_some())
-        .step_by(7)
-    {
+    for e in plan.entries().filter(|e| e.physical_offset().is_some()).step_by(7) {
         let out = run(Command::new("filefrag").args(["-v", "-b512"]).arg(e.path()));
-        let first = out
-            .lines()
-            .find(|l| l.trim_start().starts_with("0:"))
-            .unwrap_or_else(|| panic!("no extent 0 in {out}"));
-        let phys: u64 = first
-            .split(':')
-            .nth(2)
-            .unwrap()
-            .trim()
-            .split("..")
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let first =
+            out.lines().find(|l| l.trim_start().starts_with("0:")).unwrap_or_else(|| panic!("no extent 0 in {out}"));
+        let phys: u64 = first.split(':').nth(2).unwrap().trim().split("..").next().unwrap().trim().parse().unwrap();
         assert_eq!(e.physical_offset(), Some(phys * 512), "{e:?}: {out}");
         checked += 1;
     }
@@ -246,37 +191,16 @@ fn ext4_inode_map_matches_debugfs() {
     }
     run(&mut Command::new("sync"));
     let st = std::fs::metadata(root).unwrap();
-    let dev = qtar_sys::BlockDev {
-        major: rustix::fs::major(st.dev()),
-        minor: rustix::fs::minor(st.dev()),
-    };
+    let dev = qtar_sys::BlockDev { major: rustix::fs::major(st.dev()), minor: rustix::fs::minor(st.dev()) };
     let map = qtar_engine::layout::Ext4Map::probe(dev).unwrap();
     for i in (0..50).step_by(9) {
         let ino = std::fs::metadata(root.join(format!("d{i}"))).unwrap().ino();
-        let out = run(Command::new("debugfs")
-            .args(["-R", &format!("imap <{ino}>")])
-            .arg(fs.device()));
+        let out = run(Command::new("debugfs").args(["-R", &format!("imap <{ino}>")]).arg(fs.device()));
         // "Inode 12 is part of block group 0\n\tlocated at block 1090, offset 0x0b00"
-        let line = out
-            .lines()
-            .find(|l| l.contains("located at block"))
-            .unwrap();
-        let block: u64 = line
-            .split("block ")
-            .nth(1)
-            .unwrap()
-            .split(',')
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let line = out.lines().find(|l| l.contains("located at block")).unwrap();
+        let block: u64 = line.split("block ").nth(1).unwrap().split(',').next().unwrap().trim().parse().unwrap();
         let off = u64::from_str_radix(line.split("0x").nth(1).unwrap().trim(), 16).unwrap();
-        assert_eq!(
-            map.inode_offset(ino),
-            Some(block * 4096 + off),
-            "inode {ino}: {out}"
-        );
+        assert_eq!(map.inode_offset(ino), Some(block * 4096 + off), "inode {ino}: {out}");
     }
 }
 
@@ -288,9 +212,7 @@ fn tmpfs_falls_back_and_says_so() {
     let dir = scratch();
     let mnt = dir.path().join("m");
     std::fs::create_dir(&mnt).unwrap();
-    run(Command::new("mount")
-        .args(["-t", "tmpfs", "none"])
-        .arg(&mnt));
+    run(Command::new("mount").args(["-t", "tmpfs", "none"]).arg(&mnt));
     struct Umount<'a>(&'a Path);
     impl Drop for Umount<'_> {
         fn drop(&mut self) {
@@ -301,10 +223,5 @@ fn tmpfs_falls_back_and_says_so() {
     make_tree(&mnt);
     let plan = Walk::new().root(&mnt).plan().unwrap();
     assert_eq!(plan.order_used(), OrderUsed::Discovery);
-    assert_eq!(
-        plan.entries()
-            .map(|e| e.path_bytes())
-            .collect::<BTreeSet<_>>(),
-        walkdir_set(&mnt)
-    );
+    assert_eq!(plan.entries().map(|e| e.path_bytes()).collect::<BTreeSet<_>>(), walkdir_set(&mnt));
 }

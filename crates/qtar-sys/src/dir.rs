@@ -90,11 +90,7 @@ impl DirReader {
             if name == b"." || name == b".." {
                 continue;
             }
-            each(DirEntry {
-                name,
-                ino: ent.ino(),
-                kind: ent.file_type().into(),
-            });
+            each(DirEntry { name, ino: ent.ino(), kind: ent.file_type().into() });
         }
         Ok(())
     }
@@ -113,9 +109,7 @@ mod tests {
         std::os::unix::fs::symlink("f", d.path().join("l")).unwrap();
         let dir = std::fs::File::open(d.path()).unwrap();
         let mut got = Vec::new();
-        DirReader::with_capacity(0)
-            .read(&dir, |e| got.push((e.name.to_vec(), e.ino, e.kind)))
-            .unwrap();
+        DirReader::with_capacity(0).read(&dir, |e| got.push((e.name.to_vec(), e.ino, e.kind))).unwrap();
         got.sort();
         let ino = |n: &str| std::fs::symlink_metadata(d.path().join(n)).unwrap().ino();
         assert_eq!(

@@ -178,17 +178,9 @@ mod tests {
         f.sync_all().unwrap();
         let ext = match fiemap(&f) {
             Ok(e) => e,
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY)
-                ) =>
-            {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP) | Some(libc::ENOTTY)) => {
                 eprintln!("skip: no FIEMAP on the build file system: {e}");
-                assert!(
-                    std::env::var("CI").as_deref() != Ok("true"),
-                    "CI needs FIEMAP"
-                );
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI needs FIEMAP");
                 return;
             }
             Err(e) => panic!("{e}"),
@@ -198,10 +190,7 @@ mod tests {
         assert!(ext.last().unwrap().flags.contains(ExtentFlags::LAST));
         let mapped: u64 = ext.iter().map(|e| e.length).sum();
         assert!(((1 << 20) + 4096..(3 << 20)).contains(&mapped), "{ext:?}");
-        let tail = ext
-            .iter()
-            .find(|e| e.logical == 64 << 20)
-            .expect("extent after the hole");
+        let tail = ext.iter().find(|e| e.logical == 64 << 20).expect("extent after the hole");
         assert!(tail.physical > 0 && tail.needs_device_read());
         // Asking for one extent at a time gives the same answer.
         let one = fiemap_range(&f, 0, u64::MAX, 1).unwrap();

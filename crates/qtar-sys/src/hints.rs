@@ -19,9 +19,5 @@ pub fn readahead(file: &impl AsFd, offset: u64, count: usize) -> io::Result<()> 
     // SAFETY: readahead takes plain integers and touches no memory of ours; `fd`
     // is borrowed from a live descriptor for the duration of the call.
     let rc = unsafe { libc::readahead(fd, off, count) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }

@@ -14,12 +14,7 @@ static NOATIME_DENIED: AtomicBool = AtomicBool::new(false);
 /// permitted to the file's owner (or with `CAP_FOWNER`); on `EPERM` the call is
 /// retried without it, and when that happens to an unprivileged user later calls
 /// skip it.
-pub fn open_noatime(
-    dir: impl AsFd,
-    path: &[u8],
-    flags: OFlags,
-    resolve: ResolveFlags,
-) -> io::Result<OwnedFd> {
+pub fn open_noatime(dir: impl AsFd, path: &[u8], flags: OFlags, resolve: ResolveFlags) -> io::Result<OwnedFd> {
     let flags = flags | OFlags::CLOEXEC;
     let open = |flags: OFlags| {
         if resolve.is_empty() {
@@ -47,11 +42,7 @@ const WANT: StatxFlags = StatxFlags::BASIC_STATS.union(StatxFlags::BTIME);
 
 /// `statx(dir, path)`, following a final symlink only when `follow` is set.
 pub fn statx_at(dir: impl AsFd, path: &[u8], follow: bool) -> io::Result<Statx> {
-    let flags = if follow {
-        AtFlags::empty()
-    } else {
-        AtFlags::SYMLINK_NOFOLLOW
-    };
+    let flags = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
     rustix::fs::statx(dir, path, flags, WANT).map_err(io::Error::from)
 }
 

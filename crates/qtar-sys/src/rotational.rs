@@ -14,10 +14,7 @@ pub struct BlockDev {
 impl BlockDev {
     /// The device of a `statx` result (`stx_dev_major`, `stx_dev_minor`).
     pub fn of(st: &rustix::fs::Statx) -> Self {
-        Self {
-            major: st.stx_dev_major,
-            minor: st.stx_dev_minor,
-        }
+        Self { major: st.stx_dev_major, minor: st.stx_dev_minor }
     }
 
     fn sysfs(&self) -> PathBuf {
@@ -52,29 +49,16 @@ mod tests {
         let dev = BlockDev::of(&st);
         let got = rotational(dev);
         if let Some(r) = got {
-            let want = std::fs::read_to_string(
-                dev.sysfs().canonicalize().unwrap().join("queue/rotational"),
-            )
-            .or_else(|_| {
-                std::fs::read_to_string(
-                    dev.sysfs()
-                        .canonicalize()
-                        .unwrap()
-                        .parent()
-                        .unwrap()
-                        .join("queue/rotational"),
-                )
-            })
-            .unwrap();
+            let want = std::fs::read_to_string(dev.sysfs().canonicalize().unwrap().join("queue/rotational"))
+                .or_else(|_| {
+                    std::fs::read_to_string(
+                        dev.sysfs().canonicalize().unwrap().parent().unwrap().join("queue/rotational"),
+                    )
+                })
+                .unwrap();
             assert_eq!(r, want.trim() == "1");
         }
         // An anonymous device (major 0) has no queue.
-        assert_eq!(
-            rotational(BlockDev {
-                major: 0,
-                minor: 12345
-            }),
-            None
-        );
+        assert_eq!(rotational(BlockDev { major: 0, minor: 12345 }), None);
     }
 }

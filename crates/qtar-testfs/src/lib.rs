@@ -11,11 +11,7 @@ use std::process::Command;
 pub fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
+        .and_then(|s| s.lines().find(|l| l.starts_with("Uid:")).map(|l| l.split_whitespace().nth(1) == Some("0")))
         .unwrap_or(false)
 }
 
@@ -98,17 +94,10 @@ impl LoopFs {
         }
         mkfs.args(args).arg(&img);
         run(&mut mkfs);
-        let dev = run(Command::new("losetup").args(["-f", "--show"]).arg(&img))
-            .trim()
-            .to_string();
+        let dev = run(Command::new("losetup").args(["-f", "--show"]).arg(&img)).trim().to_string();
         let mnt = dir.path().join("mnt");
         std::fs::create_dir(&mnt).unwrap();
-        let mut fs = Self {
-            dir,
-            mnt,
-            dev,
-            mounted: false,
-        };
+        let mut fs = Self { dir, mnt, dev, mounted: false };
         run(Command::new("mount").arg(&fs.dev).arg(&fs.mnt));
         fs.mounted = true;
         fs
@@ -133,10 +122,7 @@ impl LoopFs {
     /// drops the file system's caches.
     pub fn remount(&mut self, opts: &str) {
         run(Command::new("umount").arg(&self.mnt));
-        run(Command::new("mount")
-            .args(["-o", opts])
-            .arg(&self.dev)
-            .arg(&self.mnt));
+        run(Command::new("mount").args(["-o", opts]).arg(&self.dev).arg(&self.mnt));
     }
 }
 
