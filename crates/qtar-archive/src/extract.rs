@@ -1,0 +1,1 @@
+//! Extraction (placeholder until the safe extractor lands).
