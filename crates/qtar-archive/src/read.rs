@@ -595,7 +595,7 @@ pub fn list<R: Read>(
     out: &mut impl Write,
 ) -> Result<Vec<String>, ArchiveError> {
     let mut rd = Reader::new(input);
-    let mut ugswidth = 19usize;
+    let mut ugswidth = 18usize;
     let datewidth = 16usize;
     let w = |out: &mut dyn Write, s: &str| {
         out.write_all(s.as_bytes())

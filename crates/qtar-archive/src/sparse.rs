@@ -46,17 +46,14 @@ pub(crate) fn scan(f: &File, size: u64) -> io::Result<Option<Vec<Region>>> {
     Ok(Some(regions))
 }
 
-/// The map GNU tar stores: the data regions plus a terminating empty region
-/// at the end of the file when the file ends in a hole (or has no data).
+/// The map GNU tar 1.34 stores: the data regions plus a terminating empty
+/// region at the end of the file (always, even when data reaches the end).
 pub(crate) fn gnu_map(regions: &[Region], size: u64) -> Vec<Region> {
     let mut map = regions.to_vec();
-    let end = map.last().map_or(0, |r| r.offset + r.len);
-    if map.is_empty() || end < size {
-        map.push(Region {
-            offset: size,
-            len: 0,
-        });
-    }
+    map.push(Region {
+        offset: size,
+        len: 0,
+    });
     map
 }
 

@@ -3,68 +3,14 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 use qtar_archive::{ArchiveError, ArchiveWriter, EntryKind, Format, WriteOptions};
-
-/// Builds the comparison tree; returns member names in archive order
-/// (directories first, then files scattered across them, like disk order).
-fn build(root: &Path, root_ok: bool) -> Vec<Vec<u8>> {
-    let n = |c: char, len: usize| c.to_string().repeat(len);
-    let mut names: Vec<Vec<u8>> = Vec::new();
-    sh(&format!(
-        "cd '{}'; mkdir d d/sub '{dir99}'; printf hello > d/f; : > empty; head -c 512 /dev/zero | tr '\\0' a > b512;
-         head -c 1024 /dev/urandom > b1024; head -c 777 /dev/urandom > '{dir99}/{n100}'; ln -s d/f sl; ln -s '{n150}' sl_long;
-         ln b1024 d/hard; printf x > '{n155}'; printf y > '{n255}'; printf z > 'd/{n101}'; mkfifo fifo;
-         printf 'a\\nb' > \"$(printf 'new\\nline')\"; printf q > \"$(printf 'bin\\377\\001')\";
-         touch -d '1960-01-01 12:00:00' b512; touch -d '2024-01-02 03:04:05.123456789' d/f; touch -d '@1700000000' empty",
-        root.display(),
-        dir99 = n('D', 99),
-        n100 = n('a', 100),
-        n150 = n('t', 150),
-        n155 = n('c', 155),
-        n255 = n('e', 255),
-        n101 = n('g', 101)
-    ));
-    for s in ["d", "d/sub", &n('D', 99)] {
-        names.push(s.as_bytes().to_vec());
-    }
-    for s in [
-        "b1024".to_string(),
-        "d/f".into(),
-        "empty".into(),
-        "b512".into(),
-        format!("{}/{}", n('D', 99), n('a', 100)),
-        "sl".into(),
-        "sl_long".into(),
-        "d/hard".into(),
-        n('c', 155),
-        n('e', 255),
-        format!("d/{}", n('g', 101)),
-        "fifo".into(),
-        "new\nline".into(),
-    ] {
-        names.push(s.into_bytes());
-    }
-    names.push(b"bin\xff\x01".to_vec());
-    if root_ok {
-        sh(&format!(
-            "cd '{}'; mknod chr c 1 3; printf big > bigid; chown 3000000:2500000 bigid; touch -d '@1700000000.5' bigid",
-            root.display()
-        ));
-        names.push(b"chr".to_vec());
-        names.push(b"bigid".to_vec());
-    }
-    freeze_atimes(root);
-    names
-}
 
 fn compare(format: Format, flag: &str) {
     let dir = tmpdir();
     let root = dir.path();
     let root_ok = require_root("device and large-uid members");
-    let names = build(root, root_ok);
+    let names = build_tree(root, root_ok);
     let (mine, _) = ours(root, &names, WriteOptions::new(format));
     let theirs = gnu(root, &names, &[flag]);
     assert_same_archive(&mine, &theirs, flag);
@@ -97,7 +43,7 @@ fn ustar_matches_gnu_tar_and_refuses_the_rest() {
     let dir = tmpdir();
     let root = dir.path();
     let root_ok = require_root("device members");
-    let mut names = build(root, root_ok);
+    let mut names = build_tree(root, root_ok);
     // Single components over 100 bytes cannot be split into prefix/name.
     names.retain(|n| {
         n != b"bigid"
@@ -168,7 +114,7 @@ fn v7_matches_gnu_tar() {
     let dir = tmpdir();
     let root = dir.path();
     let root_ok = require_root("device members");
-    let mut names = build(root, root_ok);
+    let mut names = build_tree(root, root_ok);
     names.retain(|n| {
         n.len() < 100
             && n != b"bigid"
