@@ -34,6 +34,7 @@
 
 mod compress;
 mod error;
+mod extract;
 
 mod meta;
 mod name;
@@ -45,6 +46,7 @@ pub use compress::{
     CompressWriter, Compression, compress_writer, decompress_reader, detect_compression,
 };
 pub use error::ArchiveError;
+pub use extract::{ExtractOptions, ExtractReport, extract};
 
 pub use meta::{EntryKind, EntryMeta, Format, Timestamp, WriteOptions};
 pub use name::member_name;

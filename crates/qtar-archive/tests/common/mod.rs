@@ -269,3 +269,21 @@ pub fn build_tree(root: &Path, root_ok: bool) -> Vec<Vec<u8>> {
     freeze_atimes(root);
     names
 }
+
+/// Data regions of a file from SEEK_DATA/SEEK_HOLE: where the holes are.
+pub fn data_map(p: &Path) -> Vec<(u64, u64)> {
+    use rustix::fs::SeekFrom;
+    let f = File::open(p).unwrap();
+    let size = f.metadata().unwrap().len();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < size {
+        let Ok(d) = rustix::fs::seek(&f, SeekFrom::Data(pos)) else {
+            break;
+        };
+        let h = rustix::fs::seek(&f, SeekFrom::Hole(d)).unwrap();
+        out.push((d, h));
+        pos = h;
+    }
+    out
+}
