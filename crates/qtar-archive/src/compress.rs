@@ -1,6 +1,6 @@
 //! Compression wrappers, detected by magic bytes on input like GNU tar.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 
 /// Compression of an archive stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,21 +102,22 @@ pub fn detect_compression(magic: &[u8]) -> Compression {
 
 /// Wraps `r` in the decompressor its magic bytes call for (plain tar passes
 /// through). Concatenated gzip/bzip2/xz members are read like the tools do.
-pub fn decompress_reader<'a, R: Read + 'a>(r: R) -> io::Result<Box<dyn Read + 'a>> {
-    let mut br = BufReader::with_capacity(1 << 16, r);
-    let magic = br.fill_buf()?.to_vec();
-    let mut magic = magic;
-    // fill_buf may return fewer than 6 bytes on a pipe; top up.
+pub fn decompress_reader<'a, R: Read + 'a>(mut r: R) -> io::Result<Box<dyn Read + 'a>> {
+    // Read the magic bytes (a pipe may deliver them in pieces), then put them
+    // back in front of the stream.
+    let mut magic = Vec::with_capacity(6);
+    let mut buf = [0u8; 6];
     while magic.len() < 6 {
-        let n = magic.len();
-        br.consume(0);
-        let more = br.fill_buf()?;
-        if more.len() <= n {
-            break;
+        match r.read(&mut buf[..6 - magic.len()]) {
+            Ok(0) => break,
+            Ok(n) => magic.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        magic = more.to_vec();
     }
-    Ok(match detect_compression(&magic) {
+    let kind = detect_compression(&magic);
+    let br = BufReader::with_capacity(1 << 16, io::Cursor::new(magic).chain(r));
+    Ok(match kind {
         Compression::None => Box::new(br),
         Compression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(br)),
         Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(br)),

@@ -225,14 +225,16 @@ impl Ctx {
         let joined = comps.join(&b"/"[..]);
         match rustix::fs::openat2(&self.root, joined.as_slice(), flags, Mode::empty(), BENEATH) {
             Ok(fd) => return Ok(fd),
+            // Missing directories, or a path longer than PATH_MAX: walk it.
             Err(rustix::io::Errno::NOENT) if create => {}
+            Err(rustix::io::Errno::NAMETOOLONG) => {}
             Err(e) => return Err(e.into()),
         }
         let mut cur = rustix::fs::openat2(&self.root, ".", flags, Mode::empty(), BENEATH)?;
         for c in comps {
             let next = match rustix::fs::openat2(&cur, *c, flags, Mode::empty(), BENEATH) {
                 Ok(fd) => fd,
-                Err(rustix::io::Errno::NOENT) => {
+                Err(rustix::io::Errno::NOENT) if create => {
                     match rustix::fs::mkdirat(
                         &cur,
                         *c,
@@ -612,10 +614,33 @@ impl Ctx {
             } else {
                 lossy(&d.path)
             };
-            let path: &[u8] = if d.path.is_empty() { b"." } else { &d.path };
+            let comps: Vec<&[u8]> = d
+                .path
+                .split(|&c| c == b'/')
+                .filter(|c| !c.is_empty())
+                .collect();
+            let (parent, base): (OwnedFd, &[u8]) = match comps.split_last() {
+                None => match rustix::fs::openat2(
+                    &self.root,
+                    ".",
+                    OFlags::PATH | OFlags::CLOEXEC,
+                    Mode::empty(),
+                    BENEATH,
+                ) {
+                    Ok(fd) => (fd, b"."),
+                    Err(x) => {
+                        self.error(format!("{shown}: Cannot open: {}", errtext(&x.into())));
+                        continue;
+                    }
+                },
+                Some((base, parents)) => match self.open_parent(parents, false) {
+                    Ok(fd) => (fd, base),
+                    Err(_) => continue,
+                },
+            };
             let fd = match rustix::fs::openat2(
-                &self.root,
-                path,
+                &parent,
+                base,
                 OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
                 BENEATH | ResolveFlags::NO_SYMLINKS,

@@ -364,3 +364,87 @@ fn gnu_tar_also_refuses_the_symlink_attack() {
     assert_eq!(st.status.code(), Some(2));
     assert_empty(outside.path());
 }
+
+/// Names longer than PATH_MAX (4096) extract through directory-fd walks.
+#[test]
+fn deep_names_over_4096_bytes_extract() {
+    let comp = "q".repeat(200);
+    let name: Vec<u8> = std::iter::repeat_n(comp.as_str(), 22)
+        .collect::<Vec<_>>()
+        .join("/")
+        .into_bytes();
+    assert!(name.len() > 4096);
+    for format in [Format::Gnu, Format::Pax] {
+        let dir = tmpdir();
+        std::fs::write(dir.path().join("data"), b"deep data").unwrap();
+        let mut f = std::fs::File::open(dir.path().join("data")).unwrap();
+        let mut w = ArchiveWriter::new(Vec::new(), WriteOptions::new(format));
+        let mut d = meta(EntryKind::Dir, 0);
+        d.mode = 0o750;
+        w.append(&name[..name.len() - 201], &d, None).unwrap();
+        w.append(&name, &meta(EntryKind::File, 9), Some(&mut f))
+            .unwrap();
+        let bytes = w.finish().unwrap();
+        let out = tmpdir();
+        let report = extract(&bytes[..], out.path(), ExtractOptions::default()).unwrap();
+        assert_eq!(report.exit_status, 0, "{:?}", report.messages);
+        let found = sh(&format!(
+            "cd '{}' && find . -type f -printf '%P %s %T@\\n'",
+            out.path().display()
+        ));
+        let want = [name.clone(), b" 9 1000000000.0000000000\n".to_vec()].concat();
+        assert_eq!(
+            String::from_utf8_lossy(&found),
+            String::from_utf8_lossy(&want)
+        );
+        // The explicit directory entry's mode and time were applied at the end.
+        let dirs = sh(&format!(
+            "cd '{}' && find . -mindepth 21 -maxdepth 21 -type d -printf '%m %T@\\n'",
+            out.path().display()
+        ));
+        assert_eq!(dirs, b"750 1000000000.0000000000\n");
+    }
+}
+
+/// Archives with xattrs are restored by GNU tar --xattrs.
+#[test]
+fn gnu_tar_restores_our_xattrs() {
+    let src = tmpdir();
+    sh(&format!(
+        "cd '{}'; printf data > f; setfattr -n user.foo -v bar f; setfattr -n 'user.with=eq%' -v 'v 2' f",
+        src.path().display()
+    ));
+    let mut opts = WriteOptions::new(Format::Pax);
+    opts.xattrs = true;
+    let (bytes, _) = ours(src.path(), &[b"f".to_vec()], opts);
+    let out = tmpdir();
+    let a = out.path().join("x.tar");
+    std::fs::write(&a, &bytes).unwrap();
+    std::fs::create_dir(out.path().join("x")).unwrap();
+    run(Command::new("tar")
+        .args(["--xattrs", "--xattrs-include=user.*", "-xpf"])
+        .arg(&a)
+        .arg("-C")
+        .arg(out.path().join("x")));
+    let mut got = read_xattrs(&out.path().join("x/f"));
+    got.sort();
+    let mut want = read_xattrs(&src.path().join("f"));
+    want.sort();
+    assert_eq!(want.len(), 2);
+    assert_eq!(got, want);
+    // And by our extractor.
+    std::fs::create_dir(out.path().join("y")).unwrap();
+    let r = extract(
+        &bytes[..],
+        &out.path().join("y"),
+        ExtractOptions {
+            xattrs: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(r.exit_status, 0, "{:?}", r.messages);
+    let mut got = read_xattrs(&out.path().join("y/f"));
+    got.sort();
+    assert_eq!(got, want);
+}

@@ -149,3 +149,72 @@ fn xattrs_match_gnu_tar() {
         assert!(mine.windows(22).any(|w| w == b"SCHILY.xattr.user.foo="));
     }
 }
+
+/// A writer that keeps the first `keep` bytes and counts the rest.
+struct Head {
+    keep: usize,
+    head: Vec<u8>,
+    total: u64,
+}
+
+impl std::io::Write for Head {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        let room = self.keep.saturating_sub(self.head.len()).min(b.len());
+        self.head.extend_from_slice(&b[..room]);
+        self.total += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sizes of 8 GiB and more: base-256 in gnu, a `size` record in pax, an
+/// error in ustar — header bytes equal to GNU tar's.
+#[test]
+fn huge_sizes_match_gnu_tar() {
+    let dir = tmpdir();
+    let root = dir.path();
+    sh(&format!(
+        "cd '{}'; truncate -s 9G huge; touch -d @1600000000 huge",
+        root.display()
+    ));
+    freeze_atimes(root);
+    for (format, flag, keep) in [
+        (Format::Gnu, "--format=gnu", 512),
+        (Format::Pax, "--format=pax", 1536),
+    ] {
+        let mut c = Collector::new();
+        let m = c.meta(root, b"huge");
+        let mut w = ArchiveWriter::new(
+            Head {
+                keep,
+                head: Vec::new(),
+                total: 0,
+            },
+            WriteOptions::new(format),
+        );
+        // No data source: the writer zero-fills (reported as Shrank) without reading 9 GiB.
+        let o = w.append(b"huge", &m, None).unwrap();
+        assert_eq!(o, qtar_archive::AppendOutcome::Shrank { missing: 9 << 30 });
+        let head = w.finish().unwrap();
+        // headers + data + two zero blocks, padded to 10240-byte records.
+        assert_eq!(
+            head.total,
+            (keep as u64 + (9u64 << 30) + 1024).div_ceil(10240) * 10240
+        );
+        let theirs = sh(&format!(
+            "tar {flag} -cf - -C '{}' huge | head -c {keep}",
+            root.display()
+        ));
+        assert_same_archive(&head.head, &theirs, flag);
+    }
+    let mut c = Collector::new();
+    let m = c.meta(root, b"huge");
+    let mut w = ArchiveWriter::new(Vec::new(), WriteOptions::new(Format::Ustar));
+    let e = w.append(b"huge", &m, None).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "huge: value 9663676416 out of off_t range 0..8589934591"
+    );
+}
