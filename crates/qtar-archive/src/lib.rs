@@ -40,6 +40,7 @@ mod meta;
 mod name;
 mod read;
 mod sparse;
+mod tz;
 mod write;
 
 pub use compress::{
@@ -50,5 +51,5 @@ pub use extract::{ExtractOptions, ExtractReport, extract};
 
 pub use meta::{EntryKind, EntryMeta, Format, Timestamp, WriteOptions};
 pub use name::member_name;
-pub use read::list;
+pub use read::{list, list_in_zone};
 pub use write::{AppendOutcome, ArchiveWriter, DEFAULT_RECORD_SIZE};

@@ -585,15 +585,30 @@ pub(crate) fn utc_minutes(sec: i64) -> String {
 /// (`verbose >= 1`), writing the lines to `out`.
 ///
 /// Names are quoted with GNU's default `escape` style for the C locale
-/// (non-ASCII bytes as `\ooo`). Times are printed in UTC (as GNU does with
-/// `TZ=UTC`); local time zones are not applied. `numeric_owner` prints uid/gid
-/// numbers instead of names. Returns the warnings GNU would print on stderr.
+/// (non-ASCII bytes as `\ooo`). Times are local times of the zone in `TZ`
+/// (or `/etc/localtime`), see [`list_in_zone`]. `numeric_owner` prints
+/// uid/gid numbers instead of names. Returns the warnings GNU would print on
+/// stderr (e.g. "A lone zero block at N").
 pub fn list<R: Read>(
     input: R,
     verbose: u8,
     numeric_owner: bool,
     out: &mut impl Write,
 ) -> Result<Vec<String>, ArchiveError> {
+    list_in_zone(input, verbose, numeric_owner, None, out)
+}
+
+/// [`list`] with an explicit time zone: `tz` is a `TZ` value such as `UTC`
+/// or `Europe/Berlin` (zone files from /usr/share/zoneinfo); `None` uses the
+/// process's `TZ` or `/etc/localtime`.
+pub fn list_in_zone<R: Read>(
+    input: R,
+    verbose: u8,
+    numeric_owner: bool,
+    tz: Option<&str>,
+    out: &mut impl Write,
+) -> Result<Vec<String>, ArchiveError> {
+    let zone = crate::tz::Zone::load(tz);
     let mut rd = Reader::new(input);
     let mut ugswidth = 18usize;
     let datewidth = 16usize;
@@ -623,7 +638,7 @@ pub fn list<R: Read>(
         };
         let pad = user.len() + 1 + group.len() + size.len();
         ugswidth = ugswidth.max(pad);
-        let ts = utc_minutes(e.mtime.sec);
+        let ts = utc_minutes(e.mtime.sec.saturating_add(zone.offset(e.mtime.sec)));
         let mut line = format!(
             "{modes} {user}/{group} {size:>sw$} {ts:<dw$} {}",
             quote(&e.name),

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use qtar_archive::{Compression, Format, WriteOptions, compress_writer, decompress_reader, list};
+use qtar_archive::{
+    Compression, Format, WriteOptions, compress_writer, decompress_reader, list, list_in_zone,
+};
 
 /// mtree of a tree with the keywords the brief asks for. `ns` keeps the
 /// sub-second part of times (pax), otherwise times are truncated to seconds.
@@ -121,7 +123,8 @@ fn ustar_format_extracts_identically_with_gnu_tar_and_bsdtar() {
     });
 }
 
-/// `list` prints exactly what `TZ=UTC LC_ALL=C tar -tf` / `-tvf` print.
+/// `list` prints exactly what `LC_ALL=C tar -tf` / `-tvf` print, in UTC and
+/// in zones with daylight saving time (including the pre-1970 member).
 #[test]
 fn list_matches_gnu_tar() {
     let src = tmpdir();
@@ -134,20 +137,25 @@ fn list_matches_gnu_tar() {
             let (bytes, _) = ours(src.path(), &names, opts);
             let a = src.path().with_extension("tar");
             std::fs::write(&a, &bytes).unwrap();
-            for (v, flag) in [(0u8, "-tf"), (1, "-tvf")] {
+            for (v, flag, tz) in [
+                (0u8, "-tf", "UTC"),
+                (1, "-tvf", "UTC"),
+                (1, "-tvf", "America/New_York"),
+                (1, "-tvf", "Asia/Kolkata"),
+            ] {
                 for numeric in [false, true] {
                     let mut cmd = Command::new("tar");
-                    cmd.arg(flag).arg(&a).env("TZ", "UTC").env("LC_ALL", "C");
+                    cmd.arg(flag).arg(&a).env("TZ", tz).env("LC_ALL", "C");
                     if numeric {
                         cmd.arg("--numeric-owner");
                     }
                     let want = run(&mut cmd);
                     let mut got = Vec::new();
-                    list(&bytes[..], v, numeric, &mut got).unwrap();
+                    list_in_zone(&bytes[..], v, numeric, Some(tz), &mut got).unwrap();
                     assert_eq!(
                         String::from_utf8_lossy(&got),
                         String::from_utf8_lossy(&want),
-                        "{format:?} {flag} numeric={numeric}"
+                        "{format:?} {flag} TZ={tz} numeric={numeric}"
                     );
                 }
             }
