@@ -499,7 +499,14 @@ impl Ctx {
                 }
             }
             rustix::fs::futimens(&file, &self.times(e.mtime))?;
-            rustix::fs::renameat(parent, tmp.as_str(), parent, base)?;
+            match rustix::fs::renameat(parent, tmp.as_str(), parent, base) {
+                // An (empty) directory has the name: remove it like GNU does.
+                Err(rustix::io::Errno::ISDIR) => {
+                    rustix::fs::unlinkat(parent, base, AtFlags::REMOVEDIR)?;
+                    rustix::fs::renameat(parent, tmp.as_str(), parent, base)?;
+                }
+                r => r?,
+            }
             Ok(())
         })();
         if r.is_err() {

@@ -100,6 +100,28 @@ fn round_trip_in_disk_order() {
                 vec![(b"user.dir".to_vec(), b"x".to_vec())]
             );
         }
+        // Extracting again over the result replaces everything in place.
+        let report = extract(
+            &bytes[..],
+            out.path(),
+            ExtractOptions {
+                xattrs,
+                numeric_owner: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            report.exit_status, 0,
+            "second extraction: {:?}",
+            report.messages
+        );
+        let got = mtree(out.path(), ns, KEYWORDS);
+        assert!(
+            got == want,
+            "{format:?} second extraction: {}",
+            diff(&got, &want)
+        );
         // No temporary files left behind.
         let leftovers = sh(&format!(
             "find '{}' -name '.qtar-tmp*'",
@@ -447,4 +469,91 @@ fn gnu_tar_restores_our_xattrs() {
     let mut got = read_xattrs(&out.path().join("y/f"));
     got.sort();
     assert_eq!(got, want);
+}
+
+/// Archives made by GNU tar (gnu, pax, with -S) and bsdtar (pax, its own
+/// extension records) extract with our extractor to the same tree, and list
+/// like GNU tar lists them.
+#[test]
+fn archives_from_gnu_tar_and_bsdtar_extract_and_list() {
+    let root_ok = require_root("devices, owners");
+    let src = tmpdir();
+    let names = build_tree(src.path(), root_ok);
+    sh(&format!(
+        "cd '{}'; truncate -s 5M sparse; printf mid | dd of=sparse bs=1 seek=3000000 conv=notrunc 2>/dev/null",
+        src.path().display()
+    ));
+    let _ = names;
+    let kw = "type,mode,uid,gid,size,time,link,sha256,nlink";
+    let want = mtree(src.path(), false, kw);
+    let tools: &[(&str, &[&str])] = &[
+        ("tar", &["--format=gnu"]),
+        ("tar", &["--format=gnu", "-S"]),
+        ("tar", &["--format=pax", "-S"]),
+        ("tar", &["--format=oldgnu"]),
+        ("bsdtar", &["--format=pax"]),
+        ("bsdtar", &["--format=gnutar"]),
+    ];
+    for (tool, args) in tools {
+        let bytes = run(Command::new(tool)
+            .args(*args)
+            .arg("-cf")
+            .arg("-")
+            .arg("-C")
+            .arg(src.path())
+            .arg("."));
+        let out = tmpdir();
+        let report = extract(
+            &bytes[..],
+            out.path(),
+            ExtractOptions {
+                numeric_owner: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // bsdtar's gnutar writer cannot store some members; only compare what it wrote.
+        assert_eq!(
+            report.exit_status, 0,
+            "{tool} {args:?}: {:?}",
+            report.messages
+        );
+        let got = mtree(out.path(), false, kw);
+        if *tool == "tar" {
+            assert!(got == want, "{tool} {args:?}: {}", diff(&got, &want));
+        } else {
+            // bsdtar's gnutar writer stores pre-1970 times as 0: compare
+            // without times, and only what it wrote.
+            let strip = |l: &str| {
+                l.split(' ')
+                    .filter(|f| !f.starts_with("time="))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            let want_nt: Vec<String> = want.lines().map(strip).collect();
+            let missing: Vec<_> = got
+                .lines()
+                .map(strip)
+                .filter(|l| !want_nt.contains(l))
+                .collect();
+            assert!(
+                missing.is_empty(),
+                "{tool} {args:?}: extracted entries not in the source: {missing:#?}"
+            );
+        }
+        let a = out.path().join("x.tar");
+        std::fs::write(&a, &bytes).unwrap();
+        let gnu_list = run(Command::new("tar")
+            .arg("-tvf")
+            .arg(&a)
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C"));
+        let mut ours_list = Vec::new();
+        qtar_archive::list_in_zone(&bytes[..], 1, false, Some("UTC"), &mut ours_list).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours_list),
+            String::from_utf8_lossy(&gnu_list),
+            "{tool} {args:?}"
+        );
+    }
 }
