@@ -43,6 +43,7 @@ fn mtree(root: &Path, ns: bool) -> String {
 
 fn extract_and_compare(format: Format, flag: &str, exclude: &dyn Fn(&[u8]) -> bool) {
     let src = tmpdir();
+    let scratch = tmpdir(); // archives live outside the compared tree
     let root_ok = require_root("devices, owners");
     let mut names = build_tree(src.path(), root_ok);
     names.retain(|n| !exclude(n));
@@ -64,7 +65,7 @@ fn extract_and_compare(format: Format, flag: &str, exclude: &dyn Fn(&[u8]) -> bo
     // depth-first order (our own extractor is tested with disk order).
     names.sort();
     let (bytes, _) = ours(src.path(), &names, WriteOptions::new(format));
-    let a = src.path().with_extension("tar");
+    let a = scratch.path().join("a.tar");
     std::fs::write(&a, &bytes).unwrap();
     let want = mtree(src.path(), format == Format::Pax);
     for tool in ["tar", "bsdtar"] {
@@ -128,6 +129,7 @@ fn ustar_format_extracts_identically_with_gnu_tar_and_bsdtar() {
 #[test]
 fn list_matches_gnu_tar() {
     let src = tmpdir();
+    let scratch = tmpdir(); // archives live outside the compared tree
     let root_ok = require_root("devices, owners");
     let names = build_tree(src.path(), root_ok);
     for format in [Format::Gnu, Format::Pax, Format::OldGnu] {
@@ -135,7 +137,7 @@ fn list_matches_gnu_tar() {
             let mut opts = WriteOptions::new(format);
             opts.sparse = sparse;
             let (bytes, _) = ours(src.path(), &names, opts);
-            let a = src.path().with_extension("tar");
+            let a = scratch.path().join("a.tar");
             std::fs::write(&a, &bytes).unwrap();
             for (v, flag, tz) in [
                 (0u8, "-tf", "UTC"),
@@ -205,6 +207,7 @@ fn deep_names_over_4096_bytes() {
 #[test]
 fn compression_round_trips_with_system_tools() {
     let src = tmpdir();
+    let scratch = tmpdir(); // archives live outside the compared tree
     let names = build_tree(src.path(), false);
     let (plain, _) = ours(src.path(), &names, WriteOptions::new(Format::Gnu));
     for (c, tool) in [
@@ -217,15 +220,15 @@ fn compression_round_trips_with_system_tools() {
         let mut w = compress_writer(Vec::new(), c).unwrap();
         std::io::Write::write_all(&mut w, &plain).unwrap();
         let z = w.finish().unwrap();
-        let p = src.path().with_extension(tool);
+        let p = scratch.path().join(tool);
         std::fs::write(&p, &z).unwrap();
         let out = run(Command::new(tool).arg("-dc").arg(&p));
         assert!(out == plain, "{tool} -d of our stream differs");
         // tool -> our autodetecting reader, also via GNU tar -t.
-        std::fs::write(src.path().with_extension("plain"), &plain).unwrap();
+        std::fs::write(scratch.path().join("plain"), &plain).unwrap();
         let z2 = sh(&format!(
             "{tool} -c < '{}'",
-            src.path().with_extension("plain").display()
+            scratch.path().join("plain").display()
         ));
         let mut r = decompress_reader(&z2[..]).unwrap();
         let mut back = Vec::new();
