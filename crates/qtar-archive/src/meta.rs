@@ -191,7 +191,7 @@ pub struct WriteOptions {
     /// `--mtime`: replaces every member's modification time.
     pub mtime: Option<Timestamp>,
     /// `--xattrs`: store `EntryMeta::xattrs` as `SCHILY.xattr.*` pax records.
-    /// Like GNU tar 1.34, this turns a `Gnu` archive into a pax archive.
+    /// Like GNU tar 1.34, this turns an archive of any format into a pax archive.
     pub xattrs: bool,
     /// `--sparse`/`-S`: store holes of regular files (found with
     /// SEEK_DATA/SEEK_HOLE) instead of reading them as zeros.

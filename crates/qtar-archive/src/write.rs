@@ -270,8 +270,8 @@ impl<W: Write> ArchiveWriter<W> {
     /// Starts an archive on `out`. Nothing is written until the first append.
     pub fn new(out: W, opts: WriteOptions) -> Self {
         let mut format = opts.format;
-        if opts.xattrs && format == Format::Gnu {
-            // GNU tar 1.34 silently switches to POSIX format for --xattrs.
+        if opts.xattrs {
+            // GNU tar 1.34 silently switches every format to POSIX for --xattrs.
             format = Format::Pax;
         }
         ArchiveWriter {

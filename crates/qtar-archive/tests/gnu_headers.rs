@@ -128,7 +128,7 @@ fn v7_matches_gnu_tar() {
     assert_same_archive(&mine, &theirs, "v7");
 }
 
-/// GNU tar 1.34 turns `--format=gnu --xattrs` into a pax archive with
+/// GNU tar 1.34 turns `--xattrs` archives of any format into pax archives with
 /// SCHILY.xattr records; so do we.
 #[test]
 fn xattrs_match_gnu_tar() {
@@ -140,7 +140,13 @@ fn xattrs_match_gnu_tar() {
     ));
     freeze_atimes(root);
     let names = vec![b"d".to_vec(), b"f".to_vec()];
-    for (format, flag) in [(Format::Gnu, "--format=gnu"), (Format::Pax, "--format=pax")] {
+    for (format, flag) in [
+        (Format::Gnu, "--format=gnu"),
+        (Format::Pax, "--format=pax"),
+        (Format::Ustar, "--format=ustar"),
+        (Format::V7, "--format=v7"),
+        (Format::OldGnu, "--format=oldgnu"),
+    ] {
         let mut opts = WriteOptions::new(format);
         opts.xattrs = true;
         let mine = ours(root, &names, opts).0;
