@@ -300,7 +300,16 @@ impl Walk {
         let root_paths = self.roots.into_iter().map(|(p, _)| p).collect();
         Ok(Plan {
             tree,
-            root_paths, order, links, errors, used, roots, rotational, follow_links: self.follow_links, prefetch })
+            root_paths,
+            order,
+            links,
+            errors,
+            used,
+            roots,
+            rotational,
+            follow_links: self.follow_links,
+            prefetch,
+        })
     }
 }
 

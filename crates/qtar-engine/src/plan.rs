@@ -308,7 +308,14 @@ pub(crate) fn arrange(
                 na.ino.cmp(&nb.ino).then_with(|| tree.path(a).cmp(&tree.path(b)))
             };
             data.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tie(a.1, b.1)));
-            free.sort_unstable_by(|&a, &b| tie(a, b));
+            // Entries that need no data read go first, sorted by path so each
+            // directory's entries are contiguous: GNU tar marks a directory to be
+            // restored after its delayed symlinks (absolute or `..` targets)
+            // only while that directory is still pending, which path order
+            // guarantees; bsdtar sets the time of a directory that already
+            // exists when its member arrives, so nothing may be created in a
+            // directory after it, which directories-last guarantees.
+            free.sort_unstable_by_key(|&a| tree.path(a));
             dirs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| tie(a.1, b.1)));
             let mut seq = free;
             seq.extend(data.into_iter().map(|(_, id)| id));

@@ -75,7 +75,12 @@ impl Plan {
         let flags = OFlags::RDONLY | if self.follow_links { OFlags::empty() } else { OFlags::NOFOLLOW };
         let fd = match &self.roots.fds[n.root as usize] {
             Some(root) if n.parent != NONE => crate::scan::open_rel(root, &self.tree.rel(id), flags, resolve)?,
-            _ => qtar_sys::open_noatime(rustix::fs::CWD, self.root_paths[n.root as usize].as_os_str().as_bytes(), flags, ResolveFlags::empty())?,
+            _ => qtar_sys::open_noatime(
+                rustix::fs::CWD,
+                self.root_paths[n.root as usize].as_os_str().as_bytes(),
+                flags,
+                ResolveFlags::empty(),
+            )?,
         };
         Ok(File::from(fd))
     }

@@ -158,10 +158,6 @@ impl<'a> Scan<'a> {
                 let n = &mut self.tree.nodes[id as usize];
                 if op == Op::Stat {
                     n.state |= state::DROPPED;
-                } else if op == Op::Open {
-                    // The entry itself is fine; only its data order is unknown.
-                    n.data = DataKey::Unknown;
-                    return;
                 }
                 self.errors.push(Error::new(self.tree.path_buf(id), op, e));
             }
@@ -171,7 +167,7 @@ impl<'a> Scan<'a> {
                 n.meta = Some(meta);
                 n.state |= state::STATED;
                 n.data = data;
-                if data == DataKey::Unknown && meta.is_file() && meta.size > 0 {
+                if data == DataKey::NoFiemap && meta.is_file() && meta.size > 0 {
                     self.fiemap_unsupported = true;
                 }
                 if meta.is_dir() {
@@ -283,14 +279,18 @@ impl Worker {
                     data = if meta.size == 0 {
                         DataKey::Free
                     } else {
-                        let fd = qtar_sys::open_noatime(
+                        let nofollow = if follow { OFlags::empty() } else { OFlags::NOFOLLOW };
+                        // An unreadable file is still planned; the data pass
+                        // reports it when it cannot open it.
+                        match qtar_sys::open_noatime(
                             parent,
                             &name,
-                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK,
+                            OFlags::RDONLY | nofollow | OFlags::NONBLOCK,
                             ResolveFlags::empty(),
-                        )
-                        .map_err(|e| (Op::Open, e))?;
-                        data_key(&fd)
+                        ) {
+                            Ok(fd) => data_key(&fd),
+                            Err(_) => DataKey::Unknown,
+                        }
                     };
                 } else if meta.is_dir() && bytes_keys {
                     if let Ok(fd) = qtar_sys::open_noatime(
@@ -316,26 +316,29 @@ fn libc_enotdir() -> i32 {
 
 /// Where a file's data starts, from its first extents.
 pub(crate) fn data_key(fd: &impl AsFd) -> DataKey {
-    match qtar_sys::fiemap_range(fd, 0, u64::MAX, 8) {
-        Err(_) => DataKey::Unknown,
-        Ok(ext) if ext.is_empty() => DataKey::Free,
-        Ok(ext) => {
-            if let Some(e) = ext.iter().find(|e| e.needs_device_read()) {
-                DataKey::At(e.physical)
-            } else if ext.iter().any(|e| e.flags.contains(qtar_sys::ExtentFlags::UNKNOWN)) {
-                DataKey::Unknown
-            } else if ext.last().is_some_and(|e| e.flags.contains(qtar_sys::ExtentFlags::LAST)) {
-                DataKey::Free
-            } else {
-                // Eight extents that need no read, and more beyond: look further.
-                match qtar_sys::fiemap(fd) {
-                    Ok(all) => {
-                        all.iter().find(|e| e.needs_device_read()).map_or(DataKey::Free, |e| DataKey::At(e.physical))
-                    }
-                    Err(_) => DataKey::Unknown,
-                }
-            }
+    use qtar_sys::ExtentFlags as F;
+    let classify = |ext: &[qtar_sys::Extent]| {
+        if let Some(e) = ext.iter().find(|e| e.needs_device_read()) {
+            Some(DataKey::At(e.physical))
+        } else if ext.iter().any(|e| e.flags.contains(F::UNKNOWN) && !e.flags.contains(F::DELALLOC)) {
+            Some(DataKey::Unknown)
+        } else if ext.is_empty() || ext.last().is_some_and(|e| e.flags.contains(F::LAST)) {
+            // Holes, inline data, delayed allocation (still in the page cache)
+            // and unwritten extents: reading costs no seek.
+            Some(DataKey::Free)
+        } else {
+            None
         }
+    };
+    match qtar_sys::fiemap_range(fd, 0, u64::MAX, 8) {
+        Err(_) => DataKey::NoFiemap,
+        Ok(ext) => classify(&ext).unwrap_or_else(|| {
+            // Eight extents that need no read, and more beyond: look at them all.
+            match qtar_sys::fiemap(fd) {
+                Ok(all) => classify(&all).unwrap_or(DataKey::Free),
+                Err(_) => DataKey::NoFiemap,
+            }
+        }),
     }
 }
 

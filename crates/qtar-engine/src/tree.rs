@@ -18,8 +18,11 @@ pub(crate) enum DataKey {
     Free,
     /// The device byte offset of the first extent that needs a read.
     At(u64),
-    /// The file system did not say where (no FIEMAP, or `UNKNOWN` extents).
+    /// FIEMAP works, but the file system did not say where (`UNKNOWN` extents
+    /// that are not delayed allocations).
     Unknown,
+    /// The file system has no FIEMAP (or it failed for this file).
+    NoFiemap,
 }
 
 /// Per-node state bits.

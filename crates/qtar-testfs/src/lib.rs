@@ -57,7 +57,8 @@ pub fn run(cmd: &mut Command) -> String {
 pub fn scratch() -> tempfile::TempDir {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/scratch");
     std::fs::create_dir_all(&base).unwrap();
-    tempfile::tempdir_in(base).unwrap()
+    // A canonical path: no `..` for archivers to strip from member names.
+    tempfile::tempdir_in(base.canonicalize().unwrap()).unwrap()
 }
 
 /// A file system of type `fstype` (`ext4`, `xfs`, `btrfs`) made in an image

@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    qtar::tar::main(std::env::args_os().collect())
+}
