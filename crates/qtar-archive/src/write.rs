@@ -188,11 +188,14 @@ fn push_data(out: &mut Vec<u8>, data: &[u8]) {
 }
 
 /// GNU `write_gnu_long_link`: an `L` or `K` record holding `name` and a NUL.
-fn gnu_long_link(out: &mut Vec<u8>, name: &[u8], typeflag: u8) {
+/// Its owner names are root's, or empty with `--numeric-owner`.
+fn gnu_long_link(out: &mut Vec<u8>, name: &[u8], typeflag: u8, numeric_owner: bool) {
     let mut h = private_header(b"././@LongLink", name.len() as u64 + 1, 0, typeflag);
     h[257..265].copy_from_slice(b"ustar  \0");
-    copy_trunc(&mut h[265..297], b"root");
-    copy_trunc(&mut h[297..329], b"root");
+    if !numeric_owner {
+        copy_trunc(&mut h[265..297], b"root");
+        copy_trunc(&mut h[297..329], b"root");
+    }
     set_checksum(&mut h);
     out.extend_from_slice(&h);
     let mut data = name.to_vec();
@@ -440,7 +443,9 @@ impl<W: Write> ArchiveWriter<W> {
             }
             if target.len() > threshold {
                 match fmt {
-                    Format::Gnu | Format::OldGnu => gnu_long_link(&mut pre, target, b'K'),
+                    Format::Gnu | Format::OldGnu => {
+                        gnu_long_link(&mut pre, target, b'K', self.opts.numeric_owner)
+                    }
                     Format::Pax | Format::Posix => pax.push(b"linkpath", target),
                     Format::Ustar | Format::V7 => {
                         return Err(ArchiveError::LinkNameTooLong {
@@ -460,7 +465,7 @@ impl<W: Write> ArchiveWriter<W> {
         } else if hname.len() > threshold {
             match fmt {
                 Format::Gnu | Format::OldGnu => {
-                    gnu_long_link(&mut pre, &hname, b'L');
+                    gnu_long_link(&mut pre, &hname, b'L', self.opts.numeric_owner);
                     copy_trunc(&mut h[0..threshold], &hname);
                 }
                 Format::Pax | Format::Posix => {
