@@ -32,6 +32,29 @@ pub enum AppendOutcome {
     Grew,
 }
 
+impl AppendOutcome {
+    /// The warning GNU tar 1.34 prints for this outcome (after `tar: `), with
+    /// the member name quoted by the caller as it likes; `None` for `Ok`.
+    pub fn gnu_message(&self, name: &str) -> Option<String> {
+        match self {
+            AppendOutcome::Ok => None,
+            AppendOutcome::Shrank { missing: 1 } => {
+                Some(format!("{name}: File shrank by 1 byte; padding with zeros"))
+            }
+            AppendOutcome::Shrank { missing } => Some(format!(
+                "{name}: File shrank by {missing} bytes; padding with zeros"
+            )),
+            AppendOutcome::Grew => Some(format!("{name}: file changed as we read it")),
+        }
+    }
+
+    /// GNU's exit status for this outcome: 1 ("some files differ") for a
+    /// file that changed size while read, else 0.
+    pub fn exit_status(&self) -> i32 {
+        if *self == AppendOutcome::Ok { 0 } else { 1 }
+    }
+}
+
 /// Streams tar members to `W`, exactly as GNU tar 1.34 lays them out.
 pub struct ArchiveWriter<W: Write> {
     out: W,
@@ -188,11 +211,14 @@ fn push_data(out: &mut Vec<u8>, data: &[u8]) {
 }
 
 /// GNU `write_gnu_long_link`: an `L` or `K` record holding `name` and a NUL.
-fn gnu_long_link(out: &mut Vec<u8>, name: &[u8], typeflag: u8) {
+/// Its owner names are root's, or empty with `--numeric-owner`.
+fn gnu_long_link(out: &mut Vec<u8>, name: &[u8], typeflag: u8, numeric_owner: bool) {
     let mut h = private_header(b"././@LongLink", name.len() as u64 + 1, 0, typeflag);
     h[257..265].copy_from_slice(b"ustar  \0");
-    copy_trunc(&mut h[265..297], b"root");
-    copy_trunc(&mut h[297..329], b"root");
+    if !numeric_owner {
+        copy_trunc(&mut h[265..297], b"root");
+        copy_trunc(&mut h[297..329], b"root");
+    }
     set_checksum(&mut h);
     out.extend_from_slice(&h);
     let mut data = name.to_vec();
@@ -309,7 +335,9 @@ impl<W: Write> ArchiveWriter<W> {
     /// bytes are stored: if the file ends early the rest is zero-filled and
     /// [`AppendOutcome::Shrank`] is returned, if it has more data the member
     /// stops at `meta.size` and [`AppendOutcome::Grew`] is returned. `None`
-    /// for a regular file stores zeros. With `WriteOptions::sparse`, holes
+    /// for a regular file stores zeros. Data is read from the file's current
+    /// position (normally 0) with `read`, or with `pread` at the data
+    /// regions' offsets for sparse members. With `WriteOptions::sparse`, holes
     /// found with SEEK_DATA/SEEK_HOLE are stored as a sparse member.
     ///
     /// On a format error (name too long, value out of range) nothing is
@@ -440,7 +468,9 @@ impl<W: Write> ArchiveWriter<W> {
             }
             if target.len() > threshold {
                 match fmt {
-                    Format::Gnu | Format::OldGnu => gnu_long_link(&mut pre, target, b'K'),
+                    Format::Gnu | Format::OldGnu => {
+                        gnu_long_link(&mut pre, target, b'K', self.opts.numeric_owner)
+                    }
                     Format::Pax | Format::Posix => pax.push(b"linkpath", target),
                     Format::Ustar | Format::V7 => {
                         return Err(ArchiveError::LinkNameTooLong {
@@ -460,7 +490,7 @@ impl<W: Write> ArchiveWriter<W> {
         } else if hname.len() > threshold {
             match fmt {
                 Format::Gnu | Format::OldGnu => {
-                    gnu_long_link(&mut pre, &hname, b'L');
+                    gnu_long_link(&mut pre, &hname, b'L', self.opts.numeric_owner);
                     copy_trunc(&mut h[0..threshold], &hname);
                 }
                 Format::Pax | Format::Posix => {
@@ -791,6 +821,22 @@ impl<W: Write> ArchiveWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outcome_messages() {
+        assert_eq!(AppendOutcome::Ok.gnu_message("f"), None);
+        assert_eq!(
+            AppendOutcome::Shrank { missing: 10 }
+                .gnu_message("f")
+                .unwrap(),
+            "f: File shrank by 10 bytes; padding with zeros"
+        );
+        assert_eq!(
+            AppendOutcome::Grew.gnu_message("f").unwrap(),
+            "f: file changed as we read it"
+        );
+        assert_eq!(AppendOutcome::Grew.exit_status(), 1);
+    }
 
     #[test]
     fn pax_times() {

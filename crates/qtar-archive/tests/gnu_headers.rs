@@ -224,3 +224,50 @@ fn huge_sizes_match_gnu_tar() {
         "huge: value 9663676416 out of off_t range 0..8589934591"
     );
 }
+
+/// `--owner=NAME:ID --group=NAME:ID --mtime=@T --numeric-owner` overrides.
+#[test]
+fn overrides_match_gnu_tar() {
+    let dir = tmpdir();
+    let root = dir.path();
+    let names = build_tree(root, false);
+    for (format, flag) in [
+        (Format::Gnu, "--format=gnu"),
+        (Format::Pax, "--format=pax"),
+        (Format::Ustar, "--format=ustar"),
+    ] {
+        let names: Vec<Vec<u8>> = names
+            .iter()
+            .filter(|n| {
+                format != Format::Ustar
+                    || (n.as_slice() != b"b512"
+                        && n.as_slice() != b"sl_long"
+                        && n.rsplit(|&c| c == b'/').next().unwrap().len() <= 100)
+            })
+            .cloned()
+            .collect();
+        let mut opts = WriteOptions::new(format);
+        opts.owner = Some((Some(b"alice".to_vec()), 1234));
+        opts.group = Some((Some(b"staff".to_vec()), 99));
+        opts.mtime = Some(qtar_archive::Timestamp::new(1234567890, 0));
+        let mine = ours(root, &names, opts.clone()).0;
+        let theirs = gnu(
+            root,
+            &names,
+            &[
+                flag,
+                "--owner=alice:1234",
+                "--group=staff:99",
+                "--mtime=@1234567890",
+            ],
+        );
+        assert_same_archive(&mine, &theirs, flag);
+        opts.numeric_owner = true;
+        opts.owner = None;
+        opts.group = None;
+        opts.mtime = None;
+        let mine = ours(root, &names, opts).0;
+        let theirs = gnu(root, &names, &[flag, "--numeric-owner"]);
+        assert_same_archive(&mine, &theirs, flag);
+    }
+}
