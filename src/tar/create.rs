@@ -412,7 +412,7 @@ fn report_read_error(diag: &Diag, args: &Args, e: &qtar_engine::Error) {
     let msg =
         format!("{}: {}", quote(e.path().as_os_str().as_bytes()), e.to_string().split_once(": ").map_or("", |x| x.1));
     if args.ignore_failed_read {
-        diag.warn(Status::Ok, format!("{msg}"));
+        diag.warn(Status::Ok, msg);
     } else {
         diag.error(msg);
     }

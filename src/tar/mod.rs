@@ -106,7 +106,15 @@ fn read_mode(args: &Args, operands: &[args::Operand], diag: &Diag) -> ExitCode {
 }
 
 fn extract(args: &Args, input: Box<dyn Read + '_>, dest: &std::path::Path, diag: &Diag) {
-    let pick = |yes: bool, no: bool| if yes { Some(true) } else if no { Some(false) } else { None };
+    let pick = |yes: bool, no: bool| {
+        if yes {
+            Some(true)
+        } else if no {
+            Some(false)
+        } else {
+            None
+        }
+    };
     let opts = qtar_archive::ExtractOptions {
         same_owner: pick(args.same_owner, args.no_same_owner),
         same_permissions: pick(args.preserve_permissions, args.no_same_permissions),

@@ -55,7 +55,7 @@ pub fn write(root: &Path, rel: &[u8], data: &[u8]) {
 pub fn set_mtime(root: &Path, rel: &[u8], sec: i64, nsec: u32) {
     let t = rustix::fs::Timespec { tv_sec: sec, tv_nsec: nsec as _ };
     let ts = rustix::fs::Timestamps { last_access: t, last_modification: t };
-    rustix::fs::utimensat(rustix::fs::CWD, &p(root, rel), &ts, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
+    rustix::fs::utimensat(rustix::fs::CWD, p(root, rel), &ts, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).unwrap();
 }
 
 /// What a hard tree holds; some parts need root or a file system feature.
@@ -121,7 +121,7 @@ pub fn hard_tree(root: &Path, spec: TreeSpec) {
     std::os::unix::fs::symlink("../dir1", root.join("odd/to-dir")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", root.join("odd/abs")).unwrap();
     std::os::unix::fs::symlink("nowhere", root.join("odd/dangling")).unwrap();
-    std::os::unix::fs::symlink(OsStr::from_bytes(&vec![b'L'; 200]), root.join("odd/long-target")).unwrap();
+    std::os::unix::fs::symlink(OsStr::from_bytes(&[b'L'; 200]), root.join("odd/long-target")).unwrap();
     std::fs::hard_link(root.join("dir1/sub1/file1"), root.join("odd/hard1")).unwrap();
     std::fs::hard_link(root.join("dir1/sub1/file1"), root.join("hard2")).unwrap();
     std::fs::hard_link(p(root, &vec![b'n'; 255]), root.join("odd/hard-long")).unwrap();
@@ -162,7 +162,7 @@ pub fn hard_tree(root: &Path, spec: TreeSpec) {
     if spec.odd_owners {
         rustix::fs::chownat(
             rustix::fs::CWD,
-            &root.join("modes/suid"),
+            root.join("modes/suid"),
             Some(rustix::fs::Uid::from_raw(3_000_000)),
             Some(rustix::fs::Gid::from_raw(2_097_152)),
             rustix::fs::AtFlags::empty(),
@@ -172,7 +172,7 @@ pub fn hard_tree(root: &Path, spec: TreeSpec) {
         std::fs::set_permissions(root.join("modes/suid"), std::fs::Permissions::from_mode(0o4755)).unwrap();
         rustix::fs::chownat(
             rustix::fs::CWD,
-            &root.join("odd/sp ace"),
+            root.join("odd/sp ace"),
             Some(rustix::fs::Uid::from_raw(1234)),
             Some(rustix::fs::Gid::from_raw(5678)),
             rustix::fs::AtFlags::empty(),
@@ -194,7 +194,12 @@ pub fn hard_tree(root: &Path, spec: TreeSpec) {
     set_mtime(root, b"odd/neg-frac", -1, 500_000_000);
     // Every directory gets an old time, so an extractor that touches a
     // directory after restoring it is caught whatever the clock says.
-    let mut dirs: Vec<PathBuf> = walkdir::WalkDir::new(root).into_iter().filter_map(Result::ok).filter(|e| e.file_type().is_dir()).map(|e| e.into_path()).collect();
+    let mut dirs: Vec<PathBuf> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_dir())
+        .map(|e| e.into_path())
+        .collect();
     dirs.sort();
     for (i, d) in dirs.iter().enumerate() {
         let rel = d.strip_prefix(root).unwrap().as_os_str().as_bytes();
@@ -226,7 +231,11 @@ pub fn rsync_diff(a: &Path, b: &Path, modify_window: u32, skip: &[&[u8]]) -> Str
 /// seconds when `whole_seconds`.
 pub fn mtree(dir: &Path, whole_seconds: bool, skip: &[&[u8]]) -> Vec<String> {
     let mut cmd = Command::new("bsdtar");
-    cmd.current_dir(dir).args(["--format=mtree", "--options", "mtree:type,mode,uid,gid,size,time,link,sha256,!nlink,!flags"]);
+    cmd.current_dir(dir).args([
+        "--format=mtree",
+        "--options",
+        "mtree:type,mode,uid,gid,size,time,link,sha256,!nlink,!flags",
+    ]);
     for s in skip {
         let mut arg = b"--exclude=./".to_vec();
         arg.extend_from_slice(s);

@@ -9,10 +9,17 @@ use super::common::*;
 fn extracts_its_own_archives_exactly() {
     let w = scratch();
     let src = w.path().join("src");
-    hard_tree(&src, TreeSpec { devices: is_root(), xattrs: true, big_sparse: false, odd_owners: is_root(), very_long_path: false });
+    hard_tree(
+        &src,
+        TreeSpec { devices: is_root(), xattrs: true, big_sparse: false, odd_owners: is_root(), very_long_path: false },
+    );
     for format in ["gnu", "pax"] {
         let a = w.path().join(format!("{format}.tar"));
-        let o = out(qtar().current_dir(w.path()).args(["-S", "--xattrs", &format!("--format={format}"), "-cf"]).arg(&a).arg("src"));
+        let o = out(qtar()
+            .current_dir(w.path())
+            .args(["-S", "--xattrs", &format!("--format={format}"), "-cf"])
+            .arg(&a)
+            .arg("src"));
         assert!(o.status.success(), "{}", stderr(&o));
         let dest = w.path().join(format!("x-{format}"));
         std::fs::create_dir(&dest).unwrap();

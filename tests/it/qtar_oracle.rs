@@ -55,7 +55,8 @@ fn roundtrip(fstype: &str, format: &str, extra: &[&str]) {
     if format != "gnu" {
         let err = stderr(&o);
         assert!(
-            err.lines().all(|l| l.contains("Pathname can't be converted from UTF-8") || l.contains("Error exit delayed")),
+            err.lines()
+                .all(|l| l.contains("Pathname can't be converted from UTF-8") || l.contains("Error exit delayed")),
             "bsdtar -x: {err}"
         );
         skip.extend([&b"odd/caf\xe9"[..], b"odd/\xff\xfe", b"odd/neg-frac"]);
@@ -182,15 +183,25 @@ fn paths_longer_than_path_max() {
         // bsdtar 3.6 extracts the files but cannot restore the times of
         // directories deeper than PATH_MAX; nothing else may fail.
         let err = stderr(&o);
-        assert!(err.lines().all(|l| l.contains("Can't restore time") || l.contains("Error exit delayed")), "{format}: {err}");
+        assert!(
+            err.lines().all(|l| l.contains("Can't restore time") || l.contains("Error exit delayed")),
+            "{format}: {err}"
+        );
         // rsync cannot walk paths beyond PATH_MAX; bsdtar's mtree can.
         let no_dir_times = |v: Vec<String>| -> Vec<String> {
             v.into_iter()
-                .map(|l| if l.contains("type=dir") { l.split(' ').filter(|f| !f.starts_with("time=")).collect::<Vec<_>>().join(" ") } else { l })
+                .map(|l| {
+                    if l.contains("type=dir") {
+                        l.split(' ').filter(|f| !f.starts_with("time=")).collect::<Vec<_>>().join(" ")
+                    } else {
+                        l
+                    }
+                })
                 .collect()
         };
         let (a, b) = (no_dir_times(mtree(&src, true, &[])), no_dir_times(mtree(&dest.join("src"), true, &[])));
-        let diff: Vec<_> = a.iter().filter(|l| !b.contains(l)).chain(b.iter().filter(|l| !a.contains(l))).take(6).collect();
+        let diff: Vec<_> =
+            a.iter().filter(|l| !b.contains(l)).chain(b.iter().filter(|l| !a.contains(l))).take(6).collect();
         assert!(diff.is_empty(), "long paths, {format}: {diff:?}");
     }
 }

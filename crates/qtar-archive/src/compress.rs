@@ -35,13 +35,8 @@ enum Inner<W: Write> {
 pub fn compress_writer<W: Write>(w: W, c: Compression) -> io::Result<CompressWriter<W>> {
     let inner = match c {
         Compression::None => Inner::None(w),
-        Compression::Gzip => Inner::Gzip(flate2::write::GzEncoder::new(
-            w,
-            flate2::Compression::new(6),
-        )),
-        Compression::Bzip2 => {
-            Inner::Bzip2(bzip2::write::BzEncoder::new(w, bzip2::Compression::new(9)))
-        }
+        Compression::Gzip => Inner::Gzip(flate2::write::GzEncoder::new(w, flate2::Compression::new(6))),
+        Compression::Bzip2 => Inner::Bzip2(bzip2::write::BzEncoder::new(w, bzip2::Compression::new(9))),
         Compression::Xz => Inner::Xz(liblzma::write::XzEncoder::new(w, 6)),
         Compression::Zstd => Inner::Zstd(zstd::stream::write::Encoder::new(w, 3)?),
     };

@@ -76,11 +76,7 @@ pub enum ArchiveError {
 
 impl ArchiveError {
     pub(crate) fn io(member: &[u8], context: &'static str, source: io::Error) -> Self {
-        ArchiveError::Io {
-            member: String::from_utf8_lossy(member).into_owned(),
-            context,
-            source,
-        }
+        ArchiveError::Io { member: String::from_utf8_lossy(member).into_owned(), context, source }
     }
 }
 

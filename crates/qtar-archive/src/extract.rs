@@ -91,9 +91,7 @@ fn process_umask() -> u32 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            s.lines().find_map(|l| l.strip_prefix("Umask:")).and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
         })
         .unwrap_or(0o022)
 }
@@ -109,29 +107,14 @@ const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_MAGIC
 /// `dest` fails with the kernel's error ("Invalid cross-device link").
 /// Per-member failures are reported in [`ExtractReport`] (exit status 2) and
 /// extraction continues; a corrupt archive stream is an `Err`.
-pub fn extract<R: Read>(
-    input: R,
-    dest: &Path,
-    opts: ExtractOptions,
-) -> Result<ExtractReport, ArchiveError> {
-    let root = rustix::fs::open(
-        dest,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| ArchiveError::Destination {
-        path: dest.display().to_string(),
-        source: e.into(),
-    })?;
+pub fn extract<R: Read>(input: R, dest: &Path, opts: ExtractOptions) -> Result<ExtractReport, ArchiveError> {
+    let root = rustix::fs::open(dest, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+        .map_err(|e| ArchiveError::Destination { path: dest.display().to_string(), source: e.into() })?;
     let is_root = rustix::process::geteuid().is_root();
     let mut ctx = Ctx {
         root,
         same_owner: opts.same_owner.unwrap_or(is_root),
-        umask: if opts.same_permissions.unwrap_or(is_root) {
-            0
-        } else {
-            process_umask()
-        },
+        umask: if opts.same_permissions.unwrap_or(is_root) { 0 } else { process_umask() },
         opts,
         report: ExtractReport::default(),
         warned: HashSet::new(),
@@ -169,10 +152,7 @@ impl Ctx {
     fn safe_name(&mut self, name: &[u8], what: &str) -> Option<Vec<u8>> {
         let p = unsafe_prefix_len(name);
         if p > 0 {
-            self.warn_once(format!(
-                "Removing leading `{}' from {what}",
-                String::from_utf8_lossy(&name[..p])
-            ));
+            self.warn_once(format!("Removing leading `{}' from {what}", String::from_utf8_lossy(&name[..p])));
         }
         if contains_dot_dot(name) {
             return None;
@@ -214,13 +194,7 @@ impl Ctx {
     fn open_parent(&self, comps: &[&[u8]], create: bool) -> io::Result<OwnedFd> {
         let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         if comps.is_empty() {
-            return Ok(rustix::fs::openat2(
-                &self.root,
-                ".",
-                flags,
-                Mode::empty(),
-                BENEATH,
-            )?);
+            return Ok(rustix::fs::openat2(&self.root, ".", flags, Mode::empty(), BENEATH)?);
         }
         let joined = comps.join(&b"/"[..]);
         match rustix::fs::openat2(&self.root, joined.as_slice(), flags, Mode::empty(), BENEATH) {
@@ -235,11 +209,7 @@ impl Ctx {
             let next = match rustix::fs::openat2(&cur, *c, flags, Mode::empty(), BENEATH) {
                 Ok(fd) => fd,
                 Err(rustix::io::Errno::NOENT) if create => {
-                    match rustix::fs::mkdirat(
-                        &cur,
-                        *c,
-                        Mode::from_raw_mode(0o777 & !self.umask_for_dirs()),
-                    ) {
+                    match rustix::fs::mkdirat(&cur, *c, Mode::from_raw_mode(0o777 & !self.umask_for_dirs())) {
                         Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                         Err(e) => return Err(e.into()),
                     }
@@ -253,37 +223,25 @@ impl Ctx {
     }
 
     fn umask_for_dirs(&self) -> u32 {
-        if self.umask == 0 {
-            process_umask()
-        } else {
-            self.umask
-        }
+        if self.umask == 0 { process_umask() } else { self.umask }
     }
 
     /// Removes whatever has the final name (not a non-empty directory).
     fn clear(parent: &OwnedFd, base: &[u8]) -> io::Result<()> {
         match rustix::fs::unlinkat(parent, base, AtFlags::empty()) {
             Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-            Err(rustix::io::Errno::ISDIR) => {
-                match rustix::fs::unlinkat(parent, base, AtFlags::REMOVEDIR) {
-                    Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-                    Err(e) => Err(e.into()),
-                }
-            }
+            Err(rustix::io::Errno::ISDIR) => match rustix::fs::unlinkat(parent, base, AtFlags::REMOVEDIR) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+                Err(e) => Err(e.into()),
+            },
             Err(e) => Err(e.into()),
         }
     }
 
     fn times(&self, mtime: Timestamp) -> Timestamps {
         Timestamps {
-            last_access: Timespec {
-                tv_sec: 0,
-                tv_nsec: rustix::fs::UTIME_NOW,
-            },
-            last_modification: Timespec {
-                tv_sec: mtime.sec,
-                tv_nsec: i64::from(mtime.nsec) as _,
-            },
+            last_access: Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
+            last_modification: Timespec { tv_sec: mtime.sec, tv_nsec: i64::from(mtime.nsec) as _ },
         }
     }
 
@@ -293,12 +251,8 @@ impl Ctx {
             self.error(format!("{shown}: Member name contains '..'"));
             return Ok(());
         };
-        let comps: Vec<&[u8]> = name
-            .split(|&c| c == b'/')
-            .filter(|c| !c.is_empty() && *c != b".")
-            .collect();
-        let is_dir =
-            e.typeflag == b'5' || (matches!(e.typeflag, b'0' | 0 | b'7') && e.name.ends_with(b"/"));
+        let comps: Vec<&[u8]> = name.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".").collect();
+        let is_dir = e.typeflag == b'5' || (matches!(e.typeflag, b'0' | 0 | b'7') && e.name.ends_with(b"/"));
         let owner = self.same_owner.then(|| self.lookup_owner(&e));
         let mode = e.mode & !self.umask & 0o7777;
         let Some((base, parents)) = comps.split_last() else {
@@ -325,9 +279,9 @@ impl Ctx {
         let base: &[u8] = base;
         let res = match e.typeflag {
             _ if is_dir => self.make_dir(&parent, base, &comps, &e, mode, owner),
-            b'0' | 0 | b'7' | b'S' => self
-                .make_file(rd, &parent, base, &e, mode, owner)
-                .map_err(|x| ("Cannot open", x)),
+            b'0' | 0 | b'7' | b'S' => {
+                self.make_file(rd, &parent, base, &e, mode, owner).map_err(|x| ("Cannot open", x))
+            }
             b'2' => {
                 let r = Self::clear(&parent, base)
                     .and_then(|()| Ok(rustix::fs::symlinkat(e.link.as_slice(), &parent, base)?));
@@ -347,15 +301,8 @@ impl Ctx {
                     _ => FileType::Fifo,
                 };
                 let dev = rustix::fs::makedev(e.devmajor, e.devminor);
-                let r = Self::clear(&parent, base).and_then(|()| {
-                    Ok(rustix::fs::mknodat(
-                        &parent,
-                        base,
-                        ft,
-                        Mode::from_raw_mode(0o600),
-                        dev,
-                    )?)
-                });
+                let r = Self::clear(&parent, base)
+                    .and_then(|()| Ok(rustix::fs::mknodat(&parent, base, ft, Mode::from_raw_mode(0o600), dev)?));
                 match r {
                     Err(x) => Err(("Cannot mknod", x)),
                     Ok(()) => {
@@ -365,12 +312,10 @@ impl Ctx {
                 }
             }
             t => {
-                self.report.messages.push(format!(
-                    "{shown}: Unknown file type '{}', extracted as normal file",
-                    t as char
-                ));
-                self.make_file(rd, &parent, base, &e, mode, owner)
-                    .map_err(|x| ("Cannot open", x))
+                self.report
+                    .messages
+                    .push(format!("{shown}: Unknown file type '{}', extracted as normal file", t as char));
+                self.make_file(rd, &parent, base, &e, mode, owner).map_err(|x| ("Cannot open", x))
             }
         };
         match res {
@@ -409,9 +354,7 @@ impl Ctx {
             }
             Err(x) => return Err(("Cannot mkdir", x.into())),
         }
-        let id = rustix::fs::statat(parent, base, AtFlags::SYMLINK_NOFOLLOW)
-            .ok()
-            .map(|st| (st.st_dev, st.st_ino));
+        let id = rustix::fs::statat(parent, base, AtFlags::SYMLINK_NOFOLLOW).ok().map(|st| (st.st_dev, st.st_ino));
         self.delayed.push(Delayed {
             path: comps.join(&b"/"[..]),
             id,
@@ -486,11 +429,7 @@ impl Ctx {
             }
             file.set_len(e.size)?;
             if let Some((u, g)) = owner {
-                rustix::fs::fchown(
-                    &file,
-                    Some(rustix::fs::Uid::from_raw(u)),
-                    Some(rustix::fs::Gid::from_raw(g)),
-                )?;
+                rustix::fs::fchown(&file, Some(rustix::fs::Uid::from_raw(u)), Some(rustix::fs::Gid::from_raw(g)))?;
             }
             rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
             if self.opts.xattrs {
@@ -518,14 +457,7 @@ impl Ctx {
     }
 
     /// Owner, mode and times of a just-created non-regular node (never followed).
-    fn finish_node(
-        &mut self,
-        parent: &OwnedFd,
-        base: &[u8],
-        e: &Entry,
-        mode: Option<u32>,
-        owner: Option<(u32, u32)>,
-    ) {
+    fn finish_node(&mut self, parent: &OwnedFd, base: &[u8], e: &Entry, mode: Option<u32>, owner: Option<(u32, u32)>) {
         let shown = lossy(&e.name);
         if let Some((u, g)) = owner {
             if let Err(x) = rustix::fs::chownat(
@@ -535,55 +467,29 @@ impl Ctx {
                 Some(rustix::fs::Gid::from_raw(g)),
                 AtFlags::SYMLINK_NOFOLLOW,
             ) {
-                self.error(format!(
-                    "{shown}: Cannot change ownership to uid {u}, gid {g}: {}",
-                    errtext(&x.into())
-                ));
+                self.error(format!("{shown}: Cannot change ownership to uid {u}, gid {g}: {}", errtext(&x.into())));
             }
         }
         if let Some(m) = mode {
-            if let Err(x) =
-                rustix::fs::chmodat(parent, base, Mode::from_raw_mode(m), AtFlags::empty())
-            {
-                self.error(format!(
-                    "{shown}: Cannot change mode to {m:04o}: {}",
-                    errtext(&x.into())
-                ));
+            if let Err(x) = rustix::fs::chmodat(parent, base, Mode::from_raw_mode(m), AtFlags::empty()) {
+                self.error(format!("{shown}: Cannot change mode to {m:04o}: {}", errtext(&x.into())));
             }
         }
-        if let Err(x) = rustix::fs::utimensat(
-            parent,
-            base,
-            &self.times(e.mtime),
-            AtFlags::SYMLINK_NOFOLLOW,
-        ) {
+        if let Err(x) = rustix::fs::utimensat(parent, base, &self.times(e.mtime), AtFlags::SYMLINK_NOFOLLOW) {
             self.error(format!("{shown}: Cannot utime: {}", errtext(&x.into())));
         }
     }
 
-    fn make_hardlink(
-        &mut self,
-        parent: &OwnedFd,
-        base: &[u8],
-        e: &Entry,
-        shown: &str,
-    ) -> Result<(), ArchiveError> {
+    fn make_hardlink(&mut self, parent: &OwnedFd, base: &[u8], e: &Entry, shown: &str) -> Result<(), ArchiveError> {
         let target_shown = lossy(&e.link);
         let Some(target) = self.safe_name(&e.link, "hard link targets") else {
-            self.error(format!(
-                "{shown}: Cannot hard link to '{target_shown}': Member name contains '..'"
-            ));
+            self.error(format!("{shown}: Cannot hard link to '{target_shown}': Member name contains '..'"));
             return Ok(());
         };
-        let tcomps: Vec<&[u8]> = target
-            .split(|&c| c == b'/')
-            .filter(|c| !c.is_empty() && *c != b".")
-            .collect();
+        let tcomps: Vec<&[u8]> = target.split(|&c| c == b'/').filter(|c| !c.is_empty() && *c != b".").collect();
         let r = (|| -> io::Result<()> {
             let Some((tbase, tparents)) = tcomps.split_last() else {
-                return Err(io::Error::from_raw_os_error(
-                    rustix::io::Errno::PERM.raw_os_error(),
-                ));
+                return Err(io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error()));
             };
             let tparent = self.open_parent(tparents, false)?;
             // Refuse before removing anything if the target does not exist.
@@ -603,10 +509,7 @@ impl Ctx {
         })();
         match r {
             Ok(()) => self.report.extracted += 1,
-            Err(x) => self.error(format!(
-                "{shown}: Cannot hard link to '{target_shown}': {}",
-                errtext(&x)
-            )),
+            Err(x) => self.error(format!("{shown}: Cannot hard link to '{target_shown}': {}", errtext(&x))),
         }
         Ok(())
     }
@@ -616,30 +519,18 @@ impl Ctx {
         let mut delayed = std::mem::take(&mut self.delayed);
         delayed.sort_by_key(|d| std::cmp::Reverse(d.path.len()));
         for d in delayed {
-            let shown = if d.path.is_empty() {
-                ".".to_string()
-            } else {
-                lossy(&d.path)
-            };
-            let comps: Vec<&[u8]> = d
-                .path
-                .split(|&c| c == b'/')
-                .filter(|c| !c.is_empty())
-                .collect();
+            let shown = if d.path.is_empty() { ".".to_string() } else { lossy(&d.path) };
+            let comps: Vec<&[u8]> = d.path.split(|&c| c == b'/').filter(|c| !c.is_empty()).collect();
             let (parent, base): (OwnedFd, &[u8]) = match comps.split_last() {
-                None => match rustix::fs::openat2(
-                    &self.root,
-                    ".",
-                    OFlags::PATH | OFlags::CLOEXEC,
-                    Mode::empty(),
-                    BENEATH,
-                ) {
-                    Ok(fd) => (fd, b"."),
-                    Err(x) => {
-                        self.error(format!("{shown}: Cannot open: {}", errtext(&x.into())));
-                        continue;
+                None => {
+                    match rustix::fs::openat2(&self.root, ".", OFlags::PATH | OFlags::CLOEXEC, Mode::empty(), BENEATH) {
+                        Ok(fd) => (fd, b"."),
+                        Err(x) => {
+                            self.error(format!("{shown}: Cannot open: {}", errtext(&x.into())));
+                            continue;
+                        }
                     }
-                },
+                }
                 Some((base, parents)) => match self.open_parent(parents, false) {
                     Ok(fd) => (fd, base),
                     Err(_) => continue,
@@ -655,9 +546,7 @@ impl Ctx {
                 Ok(fd) => fd,
                 // A later member replaced or removed the directory: like GNU,
                 // leave whatever is there now alone.
-                Err(
-                    rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP | rustix::io::Errno::NOENT,
-                ) => continue,
+                Err(rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP | rustix::io::Errno::NOENT) => continue,
                 Err(x) => {
                     self.error(format!("{shown}: Cannot open: {}", errtext(&x.into())));
                     continue;
@@ -669,28 +558,18 @@ impl Ctx {
                 }
             }
             if let Some((u, g)) = d.owner {
-                if let Err(x) = rustix::fs::fchown(
-                    &fd,
-                    Some(rustix::fs::Uid::from_raw(u)),
-                    Some(rustix::fs::Gid::from_raw(g)),
-                ) {
-                    self.error(format!(
-                        "{shown}: Cannot change ownership to uid {u}, gid {g}: {}",
-                        errtext(&x.into())
-                    ));
+                if let Err(x) =
+                    rustix::fs::fchown(&fd, Some(rustix::fs::Uid::from_raw(u)), Some(rustix::fs::Gid::from_raw(g)))
+                {
+                    self.error(format!("{shown}: Cannot change ownership to uid {u}, gid {g}: {}", errtext(&x.into())));
                 }
             }
             if let Err(x) = rustix::fs::fchmod(&fd, Mode::from_raw_mode(d.mode)) {
-                self.error(format!(
-                    "{shown}: Cannot change mode to {:04o}: {}",
-                    d.mode,
-                    errtext(&x.into())
-                ));
+                self.error(format!("{shown}: Cannot change mode to {:04o}: {}", d.mode, errtext(&x.into())));
             }
             if self.opts.xattrs {
                 for (k, v) in &d.xattrs {
-                    if let Err(x) = rustix::fs::fsetxattr(&fd, k.as_slice(), v, XattrFlags::empty())
-                    {
+                    if let Err(x) = rustix::fs::fsetxattr(&fd, k.as_slice(), v, XattrFlags::empty()) {
                         self.error(format!("{shown}: Cannot set xattr: {}", errtext(&x.into())));
                     }
                 }

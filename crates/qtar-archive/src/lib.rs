@@ -64,9 +64,7 @@ mod sparse;
 mod tz;
 mod write;
 
-pub use compress::{
-    CompressWriter, Compression, compress_writer, decompress_reader, detect_compression,
-};
+pub use compress::{CompressWriter, Compression, compress_writer, decompress_reader, detect_compression};
 pub use error::ArchiveError;
 pub use extract::{ExtractOptions, ExtractReport, extract};
 

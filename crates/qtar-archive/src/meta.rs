@@ -128,11 +128,7 @@ impl EntryMeta {
             }
             k => k,
         };
-        let size = if kind == EntryKind::File {
-            md.size()
-        } else {
-            0
-        };
+        let size = if kind == EntryKind::File { md.size() } else { 0 };
         EntryMeta {
             kind,
             mode: md.mode() & 0o7777,

@@ -7,17 +7,9 @@
 pub fn member_name(path: &[u8]) -> (Vec<u8>, Option<String>) {
     let prefix_len = unsafe_prefix_len(path);
     let rest = &path[prefix_len..];
-    let warning = (prefix_len > 0).then(|| {
-        format!(
-            "Removing leading `{}' from member names",
-            String::from_utf8_lossy(&path[..prefix_len])
-        )
-    });
-    let name = if rest.is_empty() {
-        b".".to_vec()
-    } else {
-        rest.to_vec()
-    };
+    let warning = (prefix_len > 0)
+        .then(|| format!("Removing leading `{}' from member names", String::from_utf8_lossy(&path[..prefix_len])));
+    let name = if rest.is_empty() { b".".to_vec() } else { rest.to_vec() };
     (name, warning)
 }
 
@@ -63,16 +55,10 @@ mod tests {
     fn strips_like_gnu() {
         assert_eq!(
             member_name(b"/etc/passwd"),
-            (
-                b"etc/passwd".to_vec(),
-                Some("Removing leading `/' from member names".into())
-            )
+            (b"etc/passwd".to_vec(), Some("Removing leading `/' from member names".into()))
         );
         assert_eq!(member_name(b"../a").0, b"a");
-        assert_eq!(
-            member_name(b"../a").1.unwrap(),
-            "Removing leading `../' from member names"
-        );
+        assert_eq!(member_name(b"../a").1.unwrap(), "Removing leading `../' from member names");
         assert_eq!(member_name(b"a/../b").0, b"b");
         assert_eq!(member_name(b"a/..b").0, b"a/..b");
         assert_eq!(member_name(b"..").0, b".");

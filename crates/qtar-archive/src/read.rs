@@ -60,12 +60,7 @@ fn parse_num(field: &[u8]) -> Option<i128> {
         }
         return Some(v);
     }
-    let s: Vec<u8> = field
-        .iter()
-        .copied()
-        .skip_while(|&c| c == b' ')
-        .take_while(|&c| c != 0 && c != b' ')
-        .collect();
+    let s: Vec<u8> = field.iter().copied().skip_while(|&c| c == b' ').take_while(|&c| c != 0 && c != b' ').collect();
     if s.is_empty() {
         return Some(0);
     }
@@ -107,10 +102,8 @@ type Records = Vec<(Vec<u8>, Vec<u8>)>;
 fn parse_pax(data: &[u8], offset: u64) -> Result<Records, ArchiveError> {
     let mut out = Vec::new();
     for ext in tar::PaxExtensions::new(data) {
-        let ext = ext.map_err(|e| ArchiveError::Corrupt {
-            offset,
-            reason: format!("malformed extended header: {e}"),
-        })?;
+        let ext =
+            ext.map_err(|e| ArchiveError::Corrupt { offset, reason: format!("malformed extended header: {e}") })?;
         out.push((ext.key_bytes().to_vec(), ext.value_bytes().to_vec()));
     }
     Ok(out)
@@ -143,12 +136,7 @@ fn decode_xattr_key(k: &[u8]) -> Vec<u8> {
 
 impl<R: Read> Reader<R> {
     pub fn new(r: R) -> Self {
-        Reader {
-            r,
-            offset: 0,
-            warnings: Vec::new(),
-            remaining: 0,
-        }
+        Reader { r, offset: 0, warnings: Vec::new(), remaining: 0 }
     }
 
     fn read_block(&mut self, buf: &mut [u8; BLOCK]) -> Result<bool, ArchiveError> {
@@ -165,10 +153,7 @@ impl<R: Read> Reader<R> {
             return Ok(false);
         }
         if got < BLOCK {
-            return Err(ArchiveError::Corrupt {
-                offset: self.offset,
-                reason: "Unexpected EOF in archive".into(),
-            });
+            return Err(ArchiveError::Corrupt { offset: self.offset, reason: "Unexpected EOF in archive".into() });
         }
         self.offset += BLOCK as u64;
         Ok(true)
@@ -180,10 +165,7 @@ impl<R: Read> Reader<R> {
         let mut left = size;
         while left > 0 {
             if !self.read_block(&mut b)? {
-                return Err(ArchiveError::Corrupt {
-                    offset: self.offset,
-                    reason: "Unexpected EOF in archive".into(),
-                });
+                return Err(ArchiveError::Corrupt { offset: self.offset, reason: "Unexpected EOF in archive".into() });
             }
             let n = left.min(BLOCK as u64) as usize;
             v.extend_from_slice(&b[..n]);
@@ -200,17 +182,11 @@ impl<R: Read> Reader<R> {
 
     /// Streams the rest of the current member's stored data (block padding
     /// removed) to `sink`.
-    pub fn read_data(
-        &mut self,
-        sink: &mut dyn FnMut(&[u8]) -> Result<(), ArchiveError>,
-    ) -> Result<(), ArchiveError> {
+    pub fn read_data(&mut self, sink: &mut dyn FnMut(&[u8]) -> Result<(), ArchiveError>) -> Result<(), ArchiveError> {
         let mut b = [0u8; BLOCK];
         while self.remaining > 0 {
             if !self.read_block(&mut b)? {
-                return Err(ArchiveError::Corrupt {
-                    offset: self.offset,
-                    reason: "Unexpected EOF in archive".into(),
-                });
+                return Err(ArchiveError::Corrupt { offset: self.offset, reason: "Unexpected EOF in archive".into() });
             }
             let n = self.remaining.min(BLOCK as u64) as usize;
             self.remaining -= n as u64;
@@ -236,8 +212,7 @@ impl<R: Read> Reader<R> {
                 // End of archive: GNU accepts one or two zero blocks.
                 let mut b2 = [0u8; BLOCK];
                 if !self.read_block(&mut b2)? || b2.iter().any(|&c| c != 0) {
-                    self.warnings
-                        .push(format!("A lone zero block at {}", start / BLOCK as u64 + 1));
+                    self.warnings.push(format!("A lone zero block at {}", start / BLOCK as u64 + 1));
                 }
                 return Ok(None);
             }
@@ -312,16 +287,8 @@ impl<R: Read> Reader<R> {
                 mode: (num(100..108) & 0o7777) as u32,
                 uid: num(108..116).max(0) as u64,
                 gid: num(116..124).max(0) as u64,
-                uname: if is_v7 {
-                    Vec::new()
-                } else {
-                    cstr(&b[265..297])
-                },
-                gname: if is_v7 {
-                    Vec::new()
-                } else {
-                    cstr(&b[297..329])
-                },
+                uname: if is_v7 { Vec::new() } else { cstr(&b[265..297]) },
+                gname: if is_v7 { Vec::new() } else { cstr(&b[297..329]) },
                 size: size_field,
                 mtime: Timestamp::new(num(136..148) as i64, 0),
                 atime: None,
@@ -345,10 +312,7 @@ impl<R: Read> Reader<R> {
                     if off == 0 && len == 0 && b[o] == 0 {
                         break;
                     }
-                    map.push(Region {
-                        offset: off as u64,
-                        len: len as u64,
-                    });
+                    map.push(Region { offset: off as u64, len: len as u64 });
                 }
                 let mut ext = b[482] != 0;
                 while ext {
@@ -376,11 +340,7 @@ impl<R: Read> Reader<R> {
             let mut sparse_major = None;
             let mut sparse_map01: Option<Vec<u8>> = None;
             for (k, v) in global.iter().chain(pax.iter().map(|(k, v)| (k, v))) {
-                let vs = || {
-                    std::str::from_utf8(v)
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok())
-                };
+                let vs = || std::str::from_utf8(v).ok().and_then(|s| s.parse::<u64>().ok());
                 match k.as_slice() {
                     b"path" => e.name = v.clone(),
                     b"linkpath" => e.link = v.clone(),
@@ -414,19 +374,10 @@ impl<R: Read> Reader<R> {
             if sparse_major == Some(1) {
                 e.pax_sparse_1 = true;
             } else if let Some(m) = sparse_map01 {
-                let nums: Vec<u64> = m
-                    .split(|&c| c == b',')
-                    .filter_map(|s| std::str::from_utf8(s).ok()?.parse().ok())
-                    .collect();
-                e.sparse = Some(
-                    nums.chunks(2)
-                        .filter(|c| c.len() == 2)
-                        .map(|c| Region {
-                            offset: c[0],
-                            len: c[1],
-                        })
-                        .collect(),
-                );
+                let nums: Vec<u64> =
+                    m.split(|&c| c == b',').filter_map(|s| std::str::from_utf8(s).ok()?.parse().ok()).collect();
+                e.sparse =
+                    Some(nums.chunks(2).filter(|c| c.len() == 2).map(|c| Region { offset: c[0], len: c[1] }).collect());
             }
             self.remaining = e.stored;
             if e.pax_sparse_1 {
@@ -449,10 +400,7 @@ impl<R: Read> Reader<R> {
                 break;
             }
             if self.remaining == 0 || !self.read_block(&mut b)? {
-                return Err(ArchiveError::Corrupt {
-                    offset: start,
-                    reason: "malformed sparse map".into(),
-                });
+                return Err(ArchiveError::Corrupt { offset: start, reason: "malformed sparse map".into() });
             }
             self.remaining = self.remaining.saturating_sub(BLOCK as u64);
             text.extend_from_slice(&b);
@@ -461,13 +409,9 @@ impl<R: Read> Reader<R> {
                     break;
                 }
                 if c == b'\n' {
-                    let s = std::str::from_utf8(&cur)
-                        .ok()
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .ok_or_else(|| ArchiveError::Corrupt {
-                            offset: start,
-                            reason: "malformed sparse map".into(),
-                        })?;
+                    let s = std::str::from_utf8(&cur).ok().and_then(|s| s.parse::<u64>().ok()).ok_or_else(|| {
+                        ArchiveError::Corrupt { offset: start, reason: "malformed sparse map".into() }
+                    })?;
                     nums.push(s);
                     if nums.len() == 1 {
                         need = Some(s);
@@ -478,15 +422,7 @@ impl<R: Read> Reader<R> {
                 }
             }
         }
-        e.sparse = Some(
-            nums[1..]
-                .chunks(2)
-                .map(|c| Region {
-                    offset: c[0],
-                    len: c[1],
-                })
-                .collect(),
-        );
+        e.sparse = Some(nums[1..].chunks(2).map(|c| Region { offset: c[0], len: c[1] }).collect());
         e.stored = self.remaining;
         Ok(())
     }
@@ -574,11 +510,7 @@ pub(crate) fn utc_minutes(sec: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}", rem / 3600, rem % 3600 / 60)
 }
 
 /// Lists an archive like GNU tar 1.34 `-t` (`verbose == 0`) or `-tv`
@@ -613,8 +545,7 @@ pub fn list_in_zone<R: Read>(
     let mut ugswidth = 18usize;
     let datewidth = 16usize;
     let w = |out: &mut dyn Write, s: &str| {
-        out.write_all(s.as_bytes())
-            .map_err(|e| ArchiveError::io(b"stdout", "write error", e))
+        out.write_all(s.as_bytes()).map_err(|e| ArchiveError::io(b"stdout", "write error", e))
     };
     while let Some(e) = rd.next_entry()? {
         if verbose == 0 {
@@ -638,7 +569,10 @@ pub fn list_in_zone<R: Read>(
         };
         let pad = user.len() + 1 + group.len() + size.len();
         ugswidth = ugswidth.max(pad);
-        let ts = utc_minutes(e.mtime.sec.saturating_add(zone.offset(e.mtime.sec)));
+        // GNU's tartime() shows a negative time with a fraction rounded toward
+        // zero: -0.5 lists as 1970-01-01 00:00.
+        let shown = if e.mtime.sec < 0 && e.mtime.nsec != 0 { e.mtime.sec + 1 } else { e.mtime.sec };
+        let ts = utc_minutes(shown.saturating_add(zone.offset(shown)));
         let mut line = format!(
             "{modes} {user}/{group} {size:>sw$} {ts:<dw$} {}",
             quote(&e.name),
@@ -669,23 +603,15 @@ mod tests {
 
     #[test]
     fn pax_times_parse() {
-        assert_eq!(
-            parse_pax_time(b"-1.5"),
-            Some(Timestamp::new(-2, 500_000_000))
-        );
+        assert_eq!(parse_pax_time(b"-1.5"), Some(Timestamp::new(-2, 500_000_000)));
         assert_eq!(parse_pax_time(b"12.000000001"), Some(Timestamp::new(12, 1)));
     }
 
     #[test]
     fn negative_base256() {
-        let f = [
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xed, 0x30, 0x08, 0x80,
-        ];
+        let f = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xed, 0x30, 0x08, 0x80];
         assert_eq!(parse_num(&f), Some(-315619200));
-        assert_eq!(
-            parse_num(&[0x80, 0, 0, 0, 0, 0x2d, 0xc6, 0xc0]),
-            Some(3_000_000)
-        );
+        assert_eq!(parse_num(&[0x80, 0, 0, 0, 0, 0x2d, 0xc6, 0xc0]), Some(3_000_000));
         assert_eq!(parse_num(b"0000644\0"), Some(0o644));
     }
 }

@@ -35,10 +35,7 @@ pub(crate) fn scan(f: &File, size: u64) -> io::Result<Option<Vec<Region>>> {
             Err(e) => return Err(e.into()),
         };
         if hole > data {
-            regions.push(Region {
-                offset: data,
-                len: hole - data,
-            });
+            regions.push(Region { offset: data, len: hole - data });
         }
         pos = hole;
     }
@@ -50,10 +47,7 @@ pub(crate) fn scan(f: &File, size: u64) -> io::Result<Option<Vec<Region>>> {
 /// region at the end of the file (always, even when data reaches the end).
 pub(crate) fn gnu_map(regions: &[Region], size: u64) -> Vec<Region> {
     let mut map = regions.to_vec();
-    map.push(Region {
-        offset: size,
-        len: 0,
-    });
+    map.push(Region { offset: size, len: 0 });
     map
 }
 

@@ -35,11 +35,7 @@ impl Zone {
             None => parse_file(Path::new("/etc/localtime")).unwrap_or_default(),
             Some(s) => {
                 let s = s.strip_prefix(':').unwrap_or(s);
-                let path = if s.starts_with('/') {
-                    PathBuf::from(s)
-                } else {
-                    Path::new("/usr/share/zoneinfo").join(s)
-                };
+                let path = if s.starts_with('/') { PathBuf::from(s) } else { Path::new("/usr/share/zoneinfo").join(s) };
                 if !s.is_empty() && !s.contains("..") {
                     if let Some(z) = parse_file(&path) {
                         return z;
@@ -55,10 +51,7 @@ impl Zone {
 fn posix_fixed(s: &str) -> Zone {
     let name_len = s.bytes().take_while(|c| c.is_ascii_alphabetic()).count();
     let rest = &s[name_len..];
-    let end = rest
-        .bytes()
-        .take_while(|c| c.is_ascii_digit() || *c == b'+' || *c == b'-' || *c == b':')
-        .count();
+    let end = rest.bytes().take_while(|c| c.is_ascii_digit() || *c == b'+' || *c == b'-' || *c == b':').count();
     let num = &rest[..end];
     let (sign, num) = match num.strip_prefix('-') {
         Some(n) => (1, n),
@@ -68,10 +61,7 @@ fn posix_fixed(s: &str) -> Zone {
     let h = parts.next().unwrap_or(0);
     let m = parts.next().unwrap_or(0);
     let sec = parts.next().unwrap_or(0);
-    Zone {
-        transitions: Vec::new(),
-        initial: sign * (h * 3600 + m * 60 + sec),
-    }
+    Zone { transitions: Vec::new(), initial: sign * (h * 3600 + m * 60 + sec) }
 }
 
 fn be32(b: &[u8]) -> i64 {
@@ -124,10 +114,7 @@ pub(crate) fn parse(data: &[u8]) -> Option<Zone> {
         }
         transitions.push((t, off(ty)));
     }
-    Some(Zone {
-        transitions,
-        initial: off(0),
-    })
+    Some(Zone { transitions, initial: off(0) })
 }
 
 #[cfg(test)]

@@ -38,12 +38,10 @@ impl AppendOutcome {
     pub fn gnu_message(&self, name: &str) -> Option<String> {
         match self {
             AppendOutcome::Ok => None,
-            AppendOutcome::Shrank { missing: 1 } => {
-                Some(format!("{name}: File shrank by 1 byte; padding with zeros"))
+            AppendOutcome::Shrank { missing: 1 } => Some(format!("{name}: File shrank by 1 byte; padding with zeros")),
+            AppendOutcome::Shrank { missing } => {
+                Some(format!("{name}: File shrank by {missing} bytes; padding with zeros"))
             }
-            AppendOutcome::Shrank { missing } => Some(format!(
-                "{name}: File shrank by {missing} bytes; padding with zeros"
-            )),
             AppendOutcome::Grew => Some(format!("{name}: file changed as we read it")),
         }
     }
@@ -153,18 +151,8 @@ fn num_field(
         }
         return Ok(());
     }
-    let (min, max) = if format.is_gnu() {
-        (-lim, lim - 1)
-    } else {
-        (0, i128::from(max_octal(len)))
-    };
-    Err(ArchiveError::ValueOutOfRange {
-        member: lossy(member),
-        value: v,
-        type_name,
-        min,
-        max,
-    })
+    let (min, max) = if format.is_gnu() { (-lim, lim - 1) } else { (0, i128::from(max_octal(len))) };
+    Err(ArchiveError::ValueOutOfRange { member: lossy(member), value: v, type_name, min, max })
 }
 
 fn copy_trunc(field: &mut [u8], s: &[u8]) {
@@ -300,13 +288,7 @@ impl<W: Write> ArchiveWriter<W> {
             // GNU tar 1.34 silently switches every format to POSIX for --xattrs.
             format = Format::Pax;
         }
-        ArchiveWriter {
-            out,
-            opts,
-            format,
-            written: 0,
-            buf: Vec::with_capacity(1 << 16),
-        }
+        ArchiveWriter { out, opts, format, written: 0, buf: Vec::with_capacity(1 << 16) }
     }
 
     /// The format actually written (GNU turns `gnu` + `--xattrs` into pax).
@@ -320,9 +302,7 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     fn emit(&mut self, bytes: &[u8]) -> Result<(), ArchiveError> {
-        self.out
-            .write_all(bytes)
-            .map_err(|e| ArchiveError::io(b"archive", "write error", e))?;
+        self.out.write_all(bytes).map_err(|e| ArchiveError::io(b"archive", "write error", e))?;
         self.written += bytes.len() as u64;
         Ok(())
     }
@@ -369,17 +349,9 @@ impl<W: Write> ArchiveWriter<W> {
         Ok(outcome)
     }
 
-    fn plan_body(
-        &self,
-        name: &[u8],
-        meta: &EntryMeta,
-        data: Option<&File>,
-    ) -> Result<Body, ArchiveError> {
+    fn plan_body(&self, name: &[u8], meta: &EntryMeta, data: Option<&File>) -> Result<Body, ArchiveError> {
         if self.format == Format::V7
-            && matches!(
-                meta.kind,
-                EntryKind::Fifo | EntryKind::CharDev { .. } | EntryKind::BlockDev { .. }
-            )
+            && matches!(meta.kind, EntryKind::Fifo | EntryKind::CharDev { .. } | EntryKind::BlockDev { .. })
         {
             return Err(ArchiveError::Unsupported {
                 member: lossy(name),
@@ -395,32 +367,19 @@ impl<W: Write> ArchiveWriter<W> {
         if self.format == Format::V7 || self.format == Format::Ustar || meta.size == 0 {
             return Ok(Body::Plain(meta.size));
         }
-        let st = f
-            .metadata()
-            .map_err(|e| ArchiveError::io(name, "cannot stat", e))?;
+        let st = f.metadata().map_err(|e| ArchiveError::io(name, "cannot stat", e))?;
         // GNU's ST_IS_SPARSE: fewer blocks allocated than the size needs.
         if st.blocks() >= meta.size.div_ceil(512) {
             return Ok(Body::Plain(meta.size));
         }
-        let Some(regions) =
-            sparse::scan(f, meta.size).map_err(|e| ArchiveError::io(name, "cannot seek", e))?
-        else {
+        let Some(regions) = sparse::scan(f, meta.size).map_err(|e| ArchiveError::io(name, "cannot seek", e))? else {
             return Ok(Body::Plain(meta.size));
         };
         let stored: u64 = regions.iter().map(|r| r.len).sum();
-        if self.format.is_gnu() {
-            Ok(Body::GnuSparse(regions, stored))
-        } else {
-            Ok(Body::PaxSparse(regions, stored))
-        }
+        if self.format.is_gnu() { Ok(Body::GnuSparse(regions, stored)) } else { Ok(Body::PaxSparse(regions, stored)) }
     }
 
-    fn build_headers(
-        &self,
-        name: &[u8],
-        meta: &EntryMeta,
-        body: &Body,
-    ) -> Result<Vec<u8>, ArchiveError> {
+    fn build_headers(&self, name: &[u8], meta: &EntryMeta, body: &Body) -> Result<Vec<u8>, ArchiveError> {
         let fmt = self.format;
         let member = name;
         let mut pre = Vec::new(); // L/K records
@@ -468,14 +427,10 @@ impl<W: Write> ArchiveWriter<W> {
             }
             if target.len() > threshold {
                 match fmt {
-                    Format::Gnu | Format::OldGnu => {
-                        gnu_long_link(&mut pre, target, b'K', self.opts.numeric_owner)
-                    }
+                    Format::Gnu | Format::OldGnu => gnu_long_link(&mut pre, target, b'K', self.opts.numeric_owner),
                     Format::Pax | Format::Posix => pax.push(b"linkpath", target),
                     Format::Ustar | Format::V7 => {
-                        return Err(ArchiveError::LinkNameTooLong {
-                            member: lossy(member),
-                        });
+                        return Err(ArchiveError::LinkNameTooLong { member: lossy(member) });
                     }
                 }
             }
@@ -498,10 +453,7 @@ impl<W: Write> ArchiveWriter<W> {
                     copy_trunc(&mut h[0..100], &hname);
                 }
                 Format::V7 => {
-                    return Err(ArchiveError::NameTooLong {
-                        member: lossy(member),
-                        detail: "max 99".into(),
-                    });
+                    return Err(ArchiveError::NameTooLong { member: lossy(member), detail: "max 99".into() });
                 }
                 Format::Ustar => {
                     let len = hname.len();
@@ -625,29 +577,11 @@ impl<W: Write> ArchiveWriter<W> {
         let mut ext_blocks = Vec::new();
         if let Body::GnuSparse(regions, _) = body {
             let map = sparse::gnu_map(regions, meta.size);
-            num_field(
-                &mut h[483..495],
-                i128::from(meta.size),
-                fmt,
-                member,
-                "off_t",
-            )?;
+            num_field(&mut h[483..495], i128::from(meta.size), fmt, member, "off_t")?;
             for (i, r) in map.iter().take(4).enumerate() {
                 let o = 386 + 24 * i;
-                num_field(
-                    &mut h[o..o + 12],
-                    i128::from(r.offset),
-                    fmt,
-                    member,
-                    "off_t",
-                )?;
-                num_field(
-                    &mut h[o + 12..o + 24],
-                    i128::from(r.len),
-                    fmt,
-                    member,
-                    "off_t",
-                )?;
+                num_field(&mut h[o..o + 12], i128::from(r.offset), fmt, member, "off_t")?;
+                num_field(&mut h[o + 12..o + 24], i128::from(r.len), fmt, member, "off_t")?;
             }
             if map.len() > 4 {
                 h[482] = 1;
@@ -656,20 +590,8 @@ impl<W: Write> ArchiveWriter<W> {
                     let mut e = [0u8; BLOCK];
                     for (i, r) in chunk.iter().enumerate() {
                         let o = 24 * i;
-                        num_field(
-                            &mut e[o..o + 12],
-                            i128::from(r.offset),
-                            fmt,
-                            member,
-                            "off_t",
-                        )?;
-                        num_field(
-                            &mut e[o + 12..o + 24],
-                            i128::from(r.len),
-                            fmt,
-                            member,
-                            "off_t",
-                        )?;
+                        num_field(&mut e[o..o + 12], i128::from(r.offset), fmt, member, "off_t")?;
+                        num_field(&mut e[o + 12..o + 24], i128::from(r.len), fmt, member, "off_t")?;
                     }
                     if ci + 1 < chunks.len() {
                         e[504] = 1;
@@ -694,12 +616,7 @@ impl<W: Write> ArchiveWriter<W> {
     }
 
     /// Copies exactly `size` bytes (block-padded) from `data`.
-    fn copy_plain(
-        &mut self,
-        name: &[u8],
-        size: u64,
-        data: Option<&mut File>,
-    ) -> Result<AppendOutcome, ArchiveError> {
+    fn copy_plain(&mut self, name: &[u8], size: u64, data: Option<&mut File>) -> Result<AppendOutcome, ArchiveError> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.resize(1 << 16, 0);
         let mut file = data;
@@ -734,9 +651,7 @@ impl<W: Write> ArchiveWriter<W> {
         result?;
         self.pad(size)?;
         if read_total < size {
-            return Ok(AppendOutcome::Shrank {
-                missing: size - read_total,
-            });
+            return Ok(AppendOutcome::Shrank { missing: size - read_total });
         }
         if let Some(f) = file {
             let mut one = [0u8; 1];
@@ -752,12 +667,7 @@ impl<W: Write> ArchiveWriter<W> {
         Ok(AppendOutcome::Ok)
     }
 
-    fn copy_regions(
-        &mut self,
-        name: &[u8],
-        regions: &[Region],
-        f: &mut File,
-    ) -> Result<AppendOutcome, ArchiveError> {
+    fn copy_regions(&mut self, name: &[u8], regions: &[Region], f: &mut File) -> Result<AppendOutcome, ArchiveError> {
         let mut buf = std::mem::take(&mut self.buf);
         buf.resize(1 << 16, 0);
         let mut missing = 0u64;
@@ -788,11 +698,7 @@ impl<W: Write> ArchiveWriter<W> {
         self.buf = buf;
         result?;
         self.pad(total)?;
-        Ok(if missing > 0 {
-            AppendOutcome::Shrank { missing }
-        } else {
-            AppendOutcome::Ok
-        })
+        Ok(if missing > 0 { AppendOutcome::Shrank { missing } } else { AppendOutcome::Ok })
     }
 
     fn pad(&mut self, size: u64) -> Result<(), ArchiveError> {
@@ -811,9 +717,7 @@ impl<W: Write> ArchiveWriter<W> {
         let pad = (rec - self.written % rec) % rec;
         let zeros = vec![0u8; pad as usize];
         self.emit(&zeros)?;
-        self.out
-            .flush()
-            .map_err(|e| ArchiveError::io(b"archive", "write error", e))?;
+        self.out.flush().map_err(|e| ArchiveError::io(b"archive", "write error", e))?;
         Ok(self.out)
     }
 }
@@ -826,15 +730,10 @@ mod tests {
     fn outcome_messages() {
         assert_eq!(AppendOutcome::Ok.gnu_message("f"), None);
         assert_eq!(
-            AppendOutcome::Shrank { missing: 10 }
-                .gnu_message("f")
-                .unwrap(),
+            AppendOutcome::Shrank { missing: 10 }.gnu_message("f").unwrap(),
             "f: File shrank by 10 bytes; padding with zeros"
         );
-        assert_eq!(
-            AppendOutcome::Grew.gnu_message("f").unwrap(),
-            "f: file changed as we read it"
-        );
+        assert_eq!(AppendOutcome::Grew.gnu_message("f").unwrap(), "f: file changed as we read it");
         assert_eq!(AppendOutcome::Grew.exit_status(), 1);
     }
 
@@ -864,17 +763,9 @@ mod tests {
         assert_eq!(f, [0x80, 0, 0, 0, 0, 0x2d, 0xc6, 0xc0]);
         let mut t = [0u8; 12];
         num_field(&mut t, -315619200, Format::Gnu, b"x", "time_t").unwrap();
-        assert_eq!(
-            t,
-            [
-                0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xed, 0x30, 0x08, 0x80
-            ]
-        );
+        assert_eq!(t, [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xed, 0x30, 0x08, 0x80]);
         let e = num_field(&mut f, 3_000_000, Format::Ustar, b"x", "uid_t").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "x: value 3000000 out of uid_t range 0..2097151"
-        );
+        assert_eq!(e.to_string(), "x: value 3000000 out of uid_t range 0..2097151");
     }
 
     #[test]

@@ -8,9 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use qtar_archive::{
-    ArchiveWriter, EntryKind, EntryMeta, ExtractOptions, Format, Timestamp, WriteOptions, extract,
-};
+use qtar_archive::{ArchiveWriter, EntryKind, EntryMeta, ExtractOptions, Format, Timestamp, WriteOptions, extract};
 
 fn mtree(root: &Path, ns: bool, keywords: &str) -> String {
     let out = run(Command::new("bsdtar")
@@ -56,12 +54,7 @@ fn diff(got: &str, want: &str) -> String {
 #[test]
 fn round_trip_in_disk_order() {
     let root_ok = require_root("devices, owners");
-    for (format, xattrs) in [
-        (Format::Gnu, false),
-        (Format::Pax, false),
-        (Format::Pax, true),
-        (Format::OldGnu, false),
-    ] {
+    for (format, xattrs) in [(Format::Gnu, false), (Format::Pax, false), (Format::Pax, true), (Format::OldGnu, false)] {
         let src = tmpdir();
         let names = build_tree(src.path(), root_ok);
         sh(&format!(
@@ -73,60 +66,26 @@ fn round_trip_in_disk_order() {
         // Files first would be wrong for dirs; ours puts dirs first, files after.
         let (bytes, _) = ours(src.path(), &names, opts);
         let out = tmpdir();
-        let report = extract(
-            &bytes[..],
-            out.path(),
-            ExtractOptions {
-                xattrs,
-                numeric_owner: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let report =
+            extract(&bytes[..], out.path(), ExtractOptions { xattrs, numeric_owner: true, ..Default::default() })
+                .unwrap();
         assert_eq!(report.exit_status, 0, "{:?}", report.messages);
         let ns = format.is_pax();
-        let (got, want) = (
-            mtree(out.path(), ns, KEYWORDS),
-            mtree(src.path(), ns, KEYWORDS),
-        );
+        let (got, want) = (mtree(out.path(), ns, KEYWORDS), mtree(src.path(), ns, KEYWORDS));
         assert!(got == want, "{format:?}: {}", diff(&got, &want));
         if xattrs {
-            assert_eq!(
-                read_xattrs(&out.path().join("d/f")),
-                vec![(b"user.k".to_vec(), b"v1".to_vec())]
-            );
-            assert_eq!(
-                read_xattrs(&out.path().join("d")),
-                vec![(b"user.dir".to_vec(), b"x".to_vec())]
-            );
+            assert_eq!(read_xattrs(&out.path().join("d/f")), vec![(b"user.k".to_vec(), b"v1".to_vec())]);
+            assert_eq!(read_xattrs(&out.path().join("d")), vec![(b"user.dir".to_vec(), b"x".to_vec())]);
         }
         // Extracting again over the result replaces everything in place.
-        let report = extract(
-            &bytes[..],
-            out.path(),
-            ExtractOptions {
-                xattrs,
-                numeric_owner: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        assert_eq!(
-            report.exit_status, 0,
-            "second extraction: {:?}",
-            report.messages
-        );
+        let report =
+            extract(&bytes[..], out.path(), ExtractOptions { xattrs, numeric_owner: true, ..Default::default() })
+                .unwrap();
+        assert_eq!(report.exit_status, 0, "second extraction: {:?}", report.messages);
         let got = mtree(out.path(), ns, KEYWORDS);
-        assert!(
-            got == want,
-            "{format:?} second extraction: {}",
-            diff(&got, &want)
-        );
+        assert!(got == want, "{format:?} second extraction: {}", diff(&got, &want));
         // No temporary files left behind.
-        let leftovers = sh(&format!(
-            "find '{}' -name '.qtar-tmp*'",
-            out.path().display()
-        ));
+        let leftovers = sh(&format!("find '{}' -name '.qtar-tmp*'", out.path().display()));
         assert!(leftovers.is_empty());
     }
 }
@@ -139,15 +98,7 @@ fn members_in_any_order() {
     names.reverse();
     let (bytes, _) = ours(src.path(), &names, WriteOptions::new(Format::Gnu));
     let out = tmpdir();
-    let report = extract(
-        &bytes[..],
-        out.path(),
-        ExtractOptions {
-            numeric_owner: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let report = extract(&bytes[..], out.path(), ExtractOptions { numeric_owner: true, ..Default::default() }).unwrap();
     assert_eq!(report.exit_status, 0, "{:?}", report.messages);
     let kw = "type,mode,size,time,link,sha256";
     let (got, want) = (mtree(out.path(), false, kw), mtree(src.path(), false, kw));
@@ -175,11 +126,7 @@ fn sparse_members_extract_with_holes() {
             assert_eq!(a, b, "{format:?} {n}");
             // Same holes: the data regions match exactly (st_blocks may differ by
             // an ext4 extent-tree block, so compare the map, not du).
-            assert_eq!(
-                data_map(&src.path().join(n)),
-                data_map(&out.path().join(n)),
-                "{format:?} {n}: holes differ"
-            );
+            assert_eq!(data_map(&src.path().join(n)), data_map(&out.path().join(n)), "{format:?} {n}: holes differ");
         }
     }
 }
@@ -211,26 +158,18 @@ fn evil(members: &[(&[u8], EntryKind, &[u8])]) -> Vec<u8> {
             std::fs::write(&p, data).unwrap();
             f = Some(std::fs::File::open(&p).unwrap());
         }
-        w.append(name, &meta(kind.clone(), data.len() as u64), f.as_mut())
-            .unwrap();
+        w.append(name, &meta(kind.clone(), data.len() as u64), f.as_mut()).unwrap();
     }
     w.finish().unwrap()
 }
 
 fn sym(t: &str) -> EntryKind {
-    EntryKind::Symlink {
-        target: t.as_bytes().to_vec(),
-    }
+    EntryKind::Symlink { target: t.as_bytes().to_vec() }
 }
 
 fn assert_empty(dir: &Path) {
     let n = std::fs::read_dir(dir).unwrap().count();
-    assert_eq!(
-        n,
-        0,
-        "something was created outside the destination in {}",
-        dir.display()
-    );
+    assert_eq!(n, 0, "something was created outside the destination in {}", dir.display());
 }
 
 #[test]
@@ -248,27 +187,15 @@ fn malicious_archives_cannot_escape() {
         (
             evil(&[(b"../x", EntryKind::File, b"pwned")]),
             "dot-dot member",
-            vec![
-                "Removing leading `../' from member names",
-                "../x: Member name contains '..'",
-            ],
+            vec!["Removing leading `../' from member names", "../x: Member name contains '..'"],
         ),
         (
             evil(&[(b"d/../../x", EntryKind::File, b"pwned")]),
             "dot-dot inside the name",
-            vec![
-                "Removing leading `d/../../' from member names",
-                "d/../../x: Member name contains '..'",
-            ],
+            vec!["Removing leading `d/../../' from member names", "d/../../x: Member name contains '..'"],
         ),
         (
-            evil(&[(
-                b"h",
-                EntryKind::HardLink {
-                    target: b"/etc/passwd".to_vec(),
-                },
-                b"",
-            )]),
+            evil(&[(b"h", EntryKind::HardLink { target: b"/etc/passwd".to_vec() }, b"")]),
             "hard link to an absolute path",
             vec![
                 "Removing leading `/' from hard link targets",
@@ -276,13 +203,7 @@ fn malicious_archives_cannot_escape() {
             ],
         ),
         (
-            evil(&[(
-                b"h",
-                EntryKind::HardLink {
-                    target: b"../../../../etc/passwd".to_vec(),
-                },
-                b"",
-            )]),
+            evil(&[(b"h", EntryKind::HardLink { target: b"../../../../etc/passwd".to_vec() }, b"")]),
             "hard link with dot-dot",
             vec![
                 "Removing leading `../../../../' from hard link targets",
@@ -299,19 +220,12 @@ fn malicious_archives_cannot_escape() {
             vec!["l1/x: Cannot open: Invalid cross-device link"],
         ),
         (
-            evil(&[
-                (b"d", EntryKind::Dir, b""),
-                (b"d", sym(&o), b""),
-                (b"d/x", EntryKind::File, b"pwned"),
-            ]),
+            evil(&[(b"d", EntryKind::Dir, b""), (b"d", sym(&o), b""), (b"d/x", EntryKind::File, b"pwned")]),
             "directory replaced by a symlink",
             vec!["d/x: Cannot open: Invalid cross-device link"],
         ),
         (
-            evil(&[
-                (b"s", sym(&format!("{o}/target")), b""),
-                (b"s", EntryKind::File, b"replaced"),
-            ]),
+            evil(&[(b"s", sym(&format!("{o}/target")), b""), (b"s", EntryKind::File, b"replaced")]),
             "file over a symlink replaces the link, never writes through it",
             vec![],
         ),
@@ -322,11 +236,7 @@ fn malicious_archives_cannot_escape() {
         let passwd_before = std::fs::metadata("/etc/passwd").unwrap();
         let report = extract(&bytes[..], &dest, ExtractOptions::default()).unwrap();
         assert_empty(outside.path());
-        assert_eq!(
-            std::fs::read_dir(base.path()).unwrap().count(),
-            1,
-            "{what}: sibling of dest created"
-        );
+        assert_eq!(std::fs::read_dir(base.path()).unwrap().count(), 1, "{what}: sibling of dest created");
         let passwd_after = std::fs::metadata("/etc/passwd").unwrap();
         assert_eq!(passwd_before.len(), passwd_after.len());
         assert_eq!(
@@ -336,11 +246,7 @@ fn malicious_archives_cannot_escape() {
         assert_eq!(report.messages, want_msgs, "{what}");
         assert_eq!(
             report.exit_status,
-            if want_msgs.iter().any(|m| !m.starts_with("Removing")) {
-                2
-            } else {
-                0
-            },
+            if want_msgs.iter().any(|m| !m.starts_with("Removing")) { 2 } else { 0 },
             "{what}"
         );
     }
@@ -354,15 +260,9 @@ fn malicious_archives_cannot_escape() {
     std::fs::create_dir(&dest).unwrap();
     let bytes = evil(&[(format!("{o}/abs").as_bytes(), EntryKind::File, b"in")]);
     let report = extract(&bytes[..], &dest, ExtractOptions::default()).unwrap();
-    assert_eq!(
-        report.messages,
-        vec!["Removing leading `/' from member names".to_string()]
-    );
+    assert_eq!(report.messages, vec!["Removing leading `/' from member names".to_string()]);
     assert_eq!(report.exit_status, 0);
-    assert_eq!(
-        std::fs::read(dest.join(&o[1..]).join("abs")).unwrap(),
-        b"in"
-    );
+    assert_eq!(std::fs::read(dest.join(&o[1..]).join("abs")).unwrap(), b"in");
     assert_empty(outside.path());
 }
 
@@ -376,13 +276,7 @@ fn gnu_tar_also_refuses_the_symlink_attack() {
     let base = tmpdir();
     let a = base.path().join("e.tar");
     std::fs::write(&a, &bytes).unwrap();
-    let st = Command::new("tar")
-        .arg("-xf")
-        .arg(&a)
-        .arg("-C")
-        .arg(base.path())
-        .output()
-        .unwrap();
+    let st = Command::new("tar").arg("-xf").arg(&a).arg("-C").arg(base.path()).output().unwrap();
     assert_eq!(st.status.code(), Some(2));
     assert_empty(outside.path());
 }
@@ -391,10 +285,7 @@ fn gnu_tar_also_refuses_the_symlink_attack() {
 #[test]
 fn deep_names_over_4096_bytes_extract() {
     let comp = "q".repeat(200);
-    let name: Vec<u8> = std::iter::repeat_n(comp.as_str(), 22)
-        .collect::<Vec<_>>()
-        .join("/")
-        .into_bytes();
+    let name: Vec<u8> = std::iter::repeat_n(comp.as_str(), 22).collect::<Vec<_>>().join("/").into_bytes();
     assert!(name.len() > 4096);
     for format in [Format::Gnu, Format::Pax] {
         let dir = tmpdir();
@@ -404,21 +295,14 @@ fn deep_names_over_4096_bytes_extract() {
         let mut d = meta(EntryKind::Dir, 0);
         d.mode = 0o750;
         w.append(&name[..name.len() - 201], &d, None).unwrap();
-        w.append(&name, &meta(EntryKind::File, 9), Some(&mut f))
-            .unwrap();
+        w.append(&name, &meta(EntryKind::File, 9), Some(&mut f)).unwrap();
         let bytes = w.finish().unwrap();
         let out = tmpdir();
         let report = extract(&bytes[..], out.path(), ExtractOptions::default()).unwrap();
         assert_eq!(report.exit_status, 0, "{:?}", report.messages);
-        let found = sh(&format!(
-            "cd '{}' && find . -type f -printf '%P %s %T@\\n'",
-            out.path().display()
-        ));
+        let found = sh(&format!("cd '{}' && find . -type f -printf '%P %s %T@\\n'", out.path().display()));
         let want = [name.clone(), b" 9 1000000000.0000000000\n".to_vec()].concat();
-        assert_eq!(
-            String::from_utf8_lossy(&found),
-            String::from_utf8_lossy(&want)
-        );
+        assert_eq!(String::from_utf8_lossy(&found), String::from_utf8_lossy(&want));
         // The explicit directory entry's mode and time were applied at the end.
         let dirs = sh(&format!(
             "cd '{}' && find . -mindepth 21 -maxdepth 21 -type d -printf '%m %T@\\n'",
@@ -456,15 +340,7 @@ fn gnu_tar_restores_our_xattrs() {
     assert_eq!(got, want);
     // And by our extractor.
     std::fs::create_dir(out.path().join("y")).unwrap();
-    let r = extract(
-        &bytes[..],
-        &out.path().join("y"),
-        ExtractOptions {
-            xattrs: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let r = extract(&bytes[..], &out.path().join("y"), ExtractOptions { xattrs: true, ..Default::default() }).unwrap();
     assert_eq!(r.exit_status, 0, "{:?}", r.messages);
     let mut got = read_xattrs(&out.path().join("y/f"));
     got.sort();
@@ -495,65 +371,28 @@ fn archives_from_gnu_tar_and_bsdtar_extract_and_list() {
         ("bsdtar", &["--format=gnutar"]),
     ];
     for (tool, args) in tools {
-        let bytes = run(Command::new(tool)
-            .args(*args)
-            .arg("-cf")
-            .arg("-")
-            .arg("-C")
-            .arg(src.path())
-            .arg("."));
+        let bytes = run(Command::new(tool).args(*args).arg("-cf").arg("-").arg("-C").arg(src.path()).arg("."));
         let out = tmpdir();
-        let report = extract(
-            &bytes[..],
-            out.path(),
-            ExtractOptions {
-                numeric_owner: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let report =
+            extract(&bytes[..], out.path(), ExtractOptions { numeric_owner: true, ..Default::default() }).unwrap();
         // bsdtar's gnutar writer cannot store some members; only compare what it wrote.
-        assert_eq!(
-            report.exit_status, 0,
-            "{tool} {args:?}: {:?}",
-            report.messages
-        );
+        assert_eq!(report.exit_status, 0, "{tool} {args:?}: {:?}", report.messages);
         let got = mtree(out.path(), false, kw);
         if *tool == "tar" {
             assert!(got == want, "{tool} {args:?}: {}", diff(&got, &want));
         } else {
             // bsdtar's gnutar writer stores pre-1970 times as 0: compare
             // without times, and only what it wrote.
-            let strip = |l: &str| {
-                l.split(' ')
-                    .filter(|f| !f.starts_with("time="))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
+            let strip = |l: &str| l.split(' ').filter(|f| !f.starts_with("time=")).collect::<Vec<_>>().join(" ");
             let want_nt: Vec<String> = want.lines().map(strip).collect();
-            let missing: Vec<_> = got
-                .lines()
-                .map(strip)
-                .filter(|l| !want_nt.contains(l))
-                .collect();
-            assert!(
-                missing.is_empty(),
-                "{tool} {args:?}: extracted entries not in the source: {missing:#?}"
-            );
+            let missing: Vec<_> = got.lines().map(strip).filter(|l| !want_nt.contains(l)).collect();
+            assert!(missing.is_empty(), "{tool} {args:?}: extracted entries not in the source: {missing:#?}");
         }
         let a = out.path().join("x.tar");
         std::fs::write(&a, &bytes).unwrap();
-        let gnu_list = run(Command::new("tar")
-            .arg("-tvf")
-            .arg(&a)
-            .env("TZ", "UTC")
-            .env("LC_ALL", "C"));
+        let gnu_list = run(Command::new("tar").arg("-tvf").arg(&a).env("TZ", "UTC").env("LC_ALL", "C"));
         let mut ours_list = Vec::new();
         qtar_archive::list_in_zone(&bytes[..], 1, false, Some("UTC"), &mut ours_list).unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&ours_list),
-            String::from_utf8_lossy(&gnu_list),
-            "{tool} {args:?}"
-        );
+        assert_eq!(String::from_utf8_lossy(&ours_list), String::from_utf8_lossy(&gnu_list), "{tool} {args:?}");
     }
 }

@@ -34,10 +34,7 @@ fn garbage_is_reported_not_panicked() {
     let mut out = Vec::new();
     let e = list(&[7u8; 1024][..], 1, false, &mut out).unwrap_err();
     assert!(matches!(e, ArchiveError::Corrupt { offset: 0, .. }), "{e}");
-    assert_eq!(
-        e.to_string(),
-        "archive at byte 0: This does not look like a tar archive"
-    );
+    assert_eq!(e.to_string(), "archive at byte 0: This does not look like a tar archive");
     let a = sample();
     let e = list(&a[..1000], 0, false, &mut out).unwrap_err();
     assert!(e.to_string().contains("Unexpected EOF in archive"), "{e}");

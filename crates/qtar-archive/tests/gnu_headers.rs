@@ -46,10 +46,7 @@ fn ustar_matches_gnu_tar_and_refuses_the_rest() {
     let mut names = build_tree(root, root_ok);
     // Single components over 100 bytes cannot be split into prefix/name.
     names.retain(|n| {
-        n != b"bigid"
-            && n != b"b512"
-            && n != b"sl_long"
-            && n.rsplit(|&c| c == b'/').next().unwrap().len() <= 100
+        n != b"bigid" && n != b"b512" && n != b"sl_long" && n.rsplit(|&c| c == b'/').next().unwrap().len() <= 100
     });
     let mut mine = ours(root, &names, WriteOptions::new(Format::Ustar)).0;
     let theirs = gnu(root, &names, &["--format=ustar"]);
@@ -60,21 +57,9 @@ fn ustar_matches_gnu_tar_and_refuses_the_rest() {
     let mut w = ArchiveWriter::new(Vec::new(), WriteOptions::new(Format::Ustar));
     // pre-1970 mtime
     let m = c.meta(root, b"b512");
-    let e = w
-        .append(
-            b"b512",
-            &m,
-            Some(&mut std::fs::File::open(root.join("b512")).unwrap()),
-        )
-        .unwrap_err();
+    let e = w.append(b"b512", &m, Some(&mut std::fs::File::open(root.join("b512")).unwrap())).unwrap_err();
     assert!(m.mtime.sec < 0);
-    assert_eq!(
-        e.to_string(),
-        format!(
-            "b512: value {} out of time_t range 0..8589934591",
-            m.mtime.sec
-        )
-    );
+    assert_eq!(e.to_string(), format!("b512: value {} out of time_t range 0..8589934591", m.mtime.sec));
     // link target > 100
     let m = c.meta(root, b"sl_long");
     let e = w.append(b"sl_long", &m, None).unwrap_err();
@@ -85,24 +70,13 @@ fn ustar_matches_gnu_tar_and_refuses_the_rest() {
     m.kind = EntryKind::File;
     let long = [b"x/".repeat(128), b"y".to_vec()].concat();
     let e = w.append(&long, &m, None).unwrap_err();
-    assert!(
-        e.to_string()
-            .ends_with(": file name is too long (max 256); not dumped"),
-        "{e}"
-    );
+    assert!(e.to_string().ends_with(": file name is too long (max 256); not dumped"), "{e}");
     let e = w.append(&[b'z'; 156], &m, None).unwrap_err();
-    assert!(
-        e.to_string()
-            .ends_with(": file name is too long (cannot be split); not dumped"),
-        "{e}"
-    );
+    assert!(e.to_string().ends_with(": file name is too long (cannot be split); not dumped"), "{e}");
     if root_ok {
         let m = c.meta(root, b"bigid");
         let e = w.append(b"bigid", &m, None).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "bigid: value 3000000 out of uid_t range 0..2097151"
-        );
+        assert_eq!(e.to_string(), "bigid: value 3000000 out of uid_t range 0..2097151");
     }
     // Nothing was written by the refused appends: the archive is empty and valid.
     let bytes = w.finish().unwrap();
@@ -115,14 +89,7 @@ fn v7_matches_gnu_tar() {
     let root = dir.path();
     let root_ok = require_root("device members");
     let mut names = build_tree(root, root_ok);
-    names.retain(|n| {
-        n.len() < 100
-            && n != b"bigid"
-            && n != b"b512"
-            && n != b"sl_long"
-            && n != b"fifo"
-            && n != b"chr"
-    });
+    names.retain(|n| n.len() < 100 && n != b"bigid" && n != b"b512" && n != b"sl_long" && n != b"fifo" && n != b"chr");
     let mine = ours(root, &names, WriteOptions::new(Format::V7)).0;
     let theirs = gnu(root, &names, &["--format=v7"]);
     assert_same_archive(&mine, &theirs, "v7");
@@ -181,48 +148,26 @@ impl std::io::Write for Head {
 fn huge_sizes_match_gnu_tar() {
     let dir = tmpdir();
     let root = dir.path();
-    sh(&format!(
-        "cd '{}'; truncate -s 9G huge; touch -d @1600000000 huge",
-        root.display()
-    ));
+    sh(&format!("cd '{}'; truncate -s 9G huge; touch -d @1600000000 huge", root.display()));
     freeze_atimes(root);
-    for (format, flag, keep) in [
-        (Format::Gnu, "--format=gnu", 512),
-        (Format::Pax, "--format=pax", 1536),
-    ] {
+    for (format, flag, keep) in [(Format::Gnu, "--format=gnu", 512), (Format::Pax, "--format=pax", 1536)] {
         let mut c = Collector::new();
         let m = c.meta(root, b"huge");
-        let mut w = ArchiveWriter::new(
-            Head {
-                keep,
-                head: Vec::new(),
-                total: 0,
-            },
-            WriteOptions::new(format),
-        );
+        let mut w = ArchiveWriter::new(Head { keep, head: Vec::new(), total: 0 }, WriteOptions::new(format));
         // No data source: the writer zero-fills (reported as Shrank) without reading 9 GiB.
         let o = w.append(b"huge", &m, None).unwrap();
         assert_eq!(o, qtar_archive::AppendOutcome::Shrank { missing: 9 << 30 });
         let head = w.finish().unwrap();
         // headers + data + two zero blocks, padded to 10240-byte records.
-        assert_eq!(
-            head.total,
-            (keep as u64 + (9u64 << 30) + 1024).div_ceil(10240) * 10240
-        );
-        let theirs = sh(&format!(
-            "tar {flag} -cf - -C '{}' huge | head -c {keep}",
-            root.display()
-        ));
+        assert_eq!(head.total, (keep as u64 + (9u64 << 30) + 1024).div_ceil(10240) * 10240);
+        let theirs = sh(&format!("tar {flag} -cf - -C '{}' huge | head -c {keep}", root.display()));
         assert_same_archive(&head.head, &theirs, flag);
     }
     let mut c = Collector::new();
     let m = c.meta(root, b"huge");
     let mut w = ArchiveWriter::new(Vec::new(), WriteOptions::new(Format::Ustar));
     let e = w.append(b"huge", &m, None).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "huge: value 9663676416 out of off_t range 0..8589934591"
-    );
+    assert_eq!(e.to_string(), "huge: value 9663676416 out of off_t range 0..8589934591");
 }
 
 /// `--owner=NAME:ID --group=NAME:ID --mtime=@T --numeric-owner` overrides.
@@ -231,11 +176,9 @@ fn overrides_match_gnu_tar() {
     let dir = tmpdir();
     let root = dir.path();
     let names = build_tree(root, false);
-    for (format, flag) in [
-        (Format::Gnu, "--format=gnu"),
-        (Format::Pax, "--format=pax"),
-        (Format::Ustar, "--format=ustar"),
-    ] {
+    for (format, flag) in
+        [(Format::Gnu, "--format=gnu"), (Format::Pax, "--format=pax"), (Format::Ustar, "--format=ustar")]
+    {
         let names: Vec<Vec<u8>> = names
             .iter()
             .filter(|n| {
@@ -251,16 +194,7 @@ fn overrides_match_gnu_tar() {
         opts.group = Some((Some(b"staff".to_vec()), 99));
         opts.mtime = Some(qtar_archive::Timestamp::new(1234567890, 0));
         let mine = ours(root, &names, opts.clone()).0;
-        let theirs = gnu(
-            root,
-            &names,
-            &[
-                flag,
-                "--owner=alice:1234",
-                "--group=staff:99",
-                "--mtime=@1234567890",
-            ],
-        );
+        let theirs = gnu(root, &names, &[flag, "--owner=alice:1234", "--group=staff:99", "--mtime=@1234567890"]);
         assert_same_archive(&mine, &theirs, flag);
         opts.numeric_owner = true;
         opts.owner = None;

@@ -8,9 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::*;
-use qtar_archive::{
-    Compression, Format, WriteOptions, compress_writer, decompress_reader, list, list_in_zone,
-};
+use qtar_archive::{Compression, Format, WriteOptions, compress_writer, decompress_reader, list, list_in_zone};
 
 /// mtree of a tree with the keywords the brief asks for. `ns` keeps the
 /// sub-second part of times (pax), otherwise times are truncated to seconds.
@@ -56,10 +54,7 @@ fn extract_and_compare(format: Format, flag: &str, exclude: &dyn Fn(&[u8]) -> bo
         }
     }
     // Directory mtimes changed by the removals: make them deterministic.
-    sh(&format!(
-        "cd '{}' && find . -type d -exec touch -d '2020-02-02 02:02:02' {{}} +",
-        src.path().display()
-    ));
+    sh(&format!("cd '{}' && find . -type d -exec touch -d '2020-02-02 02:02:02' {{}} +", src.path().display()));
     // GNU tar without --delay-directory-restore sets a directory's times as
     // soon as a member outside it comes, so hand the external tools a
     // depth-first order (our own extractor is tested with disk order).
@@ -71,11 +66,7 @@ fn extract_and_compare(format: Format, flag: &str, exclude: &dyn Fn(&[u8]) -> bo
     for tool in ["tar", "bsdtar"] {
         let out = tmpdir();
         let mut cmd = Command::new(tool);
-        cmd.arg("-xpf")
-            .arg(&a)
-            .arg("-C")
-            .arg(out.path())
-            .arg("--numeric-owner");
+        cmd.arg("-xpf").arg(&a).arg("-C").arg(out.path()).arg("--numeric-owner");
         run(&mut cmd);
         let got = mtree(out.path(), format == Format::Pax);
         if got != want {
@@ -92,14 +83,8 @@ fn extract_and_compare(format: Format, flag: &str, exclude: &dyn Fn(&[u8]) -> bo
 }
 
 fn build_list(root: &Path) -> Vec<Vec<u8>> {
-    let out = sh(&format!(
-        "cd '{}' && find . -mindepth 1 -print0",
-        root.display()
-    ));
-    out.split(|&c| c == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| s[2..].to_vec())
-        .collect()
+    let out = sh(&format!("cd '{}' && find . -mindepth 1 -print0", root.display()));
+    out.split(|&c| c == 0).filter(|s| !s.is_empty()).map(|s| s[2..].to_vec()).collect()
 }
 
 #[test]
@@ -117,10 +102,7 @@ fn pax_format_extracts_identically_with_gnu_tar_and_bsdtar() {
 #[test]
 fn ustar_format_extracts_identically_with_gnu_tar_and_bsdtar() {
     extract_and_compare(Format::Ustar, "ustar", &|n| {
-        n == b"bigid"
-            || n == b"b512"
-            || n == b"sl_long"
-            || n.rsplit(|&c| c == b'/').next().unwrap().len() > 100
+        n == b"bigid" || n == b"b512" || n == b"sl_long" || n.rsplit(|&c| c == b'/').next().unwrap().len() > 100
     });
 }
 
@@ -139,12 +121,9 @@ fn list_matches_gnu_tar() {
             let (bytes, _) = ours(src.path(), &names, opts);
             let a = scratch.path().join("a.tar");
             std::fs::write(&a, &bytes).unwrap();
-            for (v, flag, tz) in [
-                (0u8, "-tf", "UTC"),
-                (1, "-tvf", "UTC"),
-                (1, "-tvf", "America/New_York"),
-                (1, "-tvf", "Asia/Kolkata"),
-            ] {
+            for (v, flag, tz) in
+                [(0u8, "-tf", "UTC"), (1, "-tvf", "UTC"), (1, "-tvf", "America/New_York"), (1, "-tvf", "Asia/Kolkata")]
+            {
                 for numeric in [false, true] {
                     let mut cmd = Command::new("tar");
                     cmd.arg(flag).arg(&a).env("TZ", tz).env("LC_ALL", "C");
@@ -171,10 +150,7 @@ fn list_matches_gnu_tar() {
 fn deep_names_over_4096_bytes() {
     use qtar_archive::{ArchiveWriter, EntryKind, EntryMeta, Timestamp};
     let comp = "p".repeat(200);
-    let name: Vec<u8> = std::iter::repeat_n(comp.as_str(), 22)
-        .collect::<Vec<_>>()
-        .join("/")
-        .into_bytes();
+    let name: Vec<u8> = std::iter::repeat_n(comp.as_str(), 22).collect::<Vec<_>>().join("/").into_bytes();
     assert!(name.len() > 4096);
     for format in [Format::Gnu, Format::Pax] {
         let mut w = ArchiveWriter::new(Vec::new(), WriteOptions::new(format));
@@ -226,10 +202,7 @@ fn compression_round_trips_with_system_tools() {
         assert!(out == plain, "{tool} -d of our stream differs");
         // tool -> our autodetecting reader, also via GNU tar -t.
         std::fs::write(scratch.path().join("plain"), &plain).unwrap();
-        let z2 = sh(&format!(
-            "{tool} -c < '{}'",
-            scratch.path().join("plain").display()
-        ));
+        let z2 = sh(&format!("{tool} -c < '{}'", scratch.path().join("plain").display()));
         let mut r = decompress_reader(&z2[..]).unwrap();
         let mut back = Vec::new();
         std::io::Read::read_to_end(&mut r, &mut back).unwrap();

@@ -21,10 +21,7 @@ fn build(root: &Path) -> Vec<Vec<u8>> {
         root.display()
     ));
     freeze_atimes(root);
-    ["sp1", "sp2", "allhole", "many", "dense"]
-        .iter()
-        .map(|s| s.as_bytes().to_vec())
-        .collect()
+    ["sp1", "sp2", "allhole", "many", "dense"].iter().map(|s| s.as_bytes().to_vec()).collect()
 }
 
 /// Replaces `GNUSparseFile.<pid>` (GNU puts its process id there) in header
@@ -35,11 +32,7 @@ fn normalize(mut a: Vec<u8>) -> Vec<u8> {
         let name = &block[..100];
         if let Some(p) = name.windows(14).position(|w| w == b"GNUSparseFile.") {
             let start = p + 14;
-            let end = start
-                + name[start..]
-                    .iter()
-                    .position(|c| !c.is_ascii_digit())
-                    .unwrap();
+            let end = start + name[start..].iter().position(|c| !c.is_ascii_digit()).unwrap();
             let mut n = block[..start].to_vec();
             n.push(b'P');
             n.extend_from_slice(&block[end..100]);
@@ -91,33 +84,18 @@ fn nine_gib_sparse_file() {
         let mut opts = WriteOptions::new(format);
         opts.sparse = true;
         let mine = ours(root, &names, opts).0;
-        assert!(
-            mine.len() < 64 * 1024,
-            "{flag}: archive of a 9 GiB sparse file is {} bytes",
-            mine.len()
-        );
+        assert!(mine.len() < 64 * 1024, "{flag}: archive of a 9 GiB sparse file is {} bytes", mine.len());
         let theirs = gnu(root, &names, &[flag, "-S"]);
         assert_same_archive(&normalize(mine.clone()), &normalize(theirs), flag);
         let out = tmpdir();
         std::fs::write(out.path().join("a.tar"), &mine).unwrap();
-        run(Command::new("tar")
-            .arg("-xpf")
-            .arg(out.path().join("a.tar"))
-            .arg("-C")
-            .arg(out.path()));
+        run(Command::new("tar").arg("-xpf").arg(out.path().join("a.tar")).arg("-C").arg(out.path()));
         let big = out.path().join("big");
         assert_eq!(std::fs::metadata(&big).unwrap().len(), 9 << 30);
-        assert!(
-            allocated(&big) < 1 << 20,
-            "{flag}: holes lost: {} bytes allocated",
-            allocated(&big)
-        );
+        assert!(allocated(&big) < 1 << 20, "{flag}: holes lost: {} bytes allocated", allocated(&big));
         let tail = sh(&format!("tail -c 4 '{}'", big.display()));
         assert_eq!(tail, b"end!");
-        let mid = sh(&format!(
-            "dd if='{}' bs=1 skip=$((5*1024*1024*1024)) count=5 2>/dev/null",
-            big.display()
-        ));
+        let mid = sh(&format!("dd if='{}' bs=1 skip=$((5*1024*1024*1024)) count=5 2>/dev/null", big.display()));
         assert_eq!(mid, b"start");
     }
 }
@@ -134,46 +112,27 @@ fn shrink_and_grow_keep_archive_valid() {
     let mut f = std::fs::File::open(root.join("f")).unwrap();
     let mut meta = EntryMeta::from_std(&f.metadata().unwrap(), EntryKind::File);
     meta.size = 20000; // the file "shrank" after stat
-    assert_eq!(
-        w.append(b"shrunk", &meta, Some(&mut f)).unwrap(),
-        AppendOutcome::Shrank { missing: 10000 }
-    );
+    assert_eq!(w.append(b"shrunk", &meta, Some(&mut f)).unwrap(), AppendOutcome::Shrank { missing: 10000 });
     let mut f = std::fs::File::open(root.join("f")).unwrap();
     meta.size = 5000; // the file "grew" after stat
-    assert_eq!(
-        w.append(b"grown", &meta, Some(&mut f)).unwrap(),
-        AppendOutcome::Grew
-    );
+    assert_eq!(w.append(b"grown", &meta, Some(&mut f)).unwrap(), AppendOutcome::Grew);
     let mut f = std::fs::File::open(root.join("after")).unwrap();
     let meta = EntryMeta::from_std(&f.metadata().unwrap(), EntryKind::File);
-    assert_eq!(
-        w.append(b"after", &meta, Some(&mut f)).unwrap(),
-        AppendOutcome::Ok
-    );
+    assert_eq!(w.append(b"after", &meta, Some(&mut f)).unwrap(), AppendOutcome::Ok);
     // Sparse path: a shrink while reading regions.
     let bytes = w.finish().unwrap();
     let a = root.join("a.tar");
     std::fs::write(&a, &bytes).unwrap();
     let listing = run(Command::new("tar").arg("-tvf").arg(&a).env("TZ", "UTC"));
     let text = String::from_utf8(listing).unwrap();
-    assert!(
-        text.contains(" 20000 ") && text.contains(" 5000 ") && text.ends_with("after\n"),
-        "{text}"
-    );
+    assert!(text.contains(" 20000 ") && text.contains(" 5000 ") && text.ends_with("after\n"), "{text}");
     let names = run(Command::new("bsdtar").arg("-tf").arg(&a));
     assert_eq!(names, b"shrunk\ngrown\nafter\n");
     let out = tmpdir();
-    run(Command::new("tar")
-        .arg("-xf")
-        .arg(&a)
-        .arg("-C")
-        .arg(out.path()));
+    run(Command::new("tar").arg("-xf").arg(&a).arg("-C").arg(out.path()));
     let shrunk = std::fs::read(out.path().join("shrunk")).unwrap();
     assert_eq!(&shrunk[..10000], &[7u8; 10000][..]);
     assert!(shrunk[10000..].iter().all(|&b| b == 0) && shrunk.len() == 20000);
-    assert_eq!(
-        std::fs::read(out.path().join("grown")).unwrap(),
-        vec![7u8; 5000]
-    );
+    assert_eq!(std::fs::read(out.path().join("grown")).unwrap(), vec![7u8; 5000]);
     assert_eq!(std::fs::read(out.path().join("after")).unwrap(), b"after");
 }

@@ -27,10 +27,7 @@ pub fn require_root(what: &str) -> bool {
 
 /// A fresh directory under /tmp (ext4: xattrs, SEEK_HOLE, mknod work).
 pub fn tmpdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("qtar-archive-test-")
-        .tempdir_in("/tmp")
-        .expect("tempdir in /tmp")
+    tempfile::Builder::new().prefix("qtar-archive-test-").tempdir_in("/tmp").expect("tempdir in /tmp")
 }
 
 fn id_names(file: &str) -> HashMap<u64, Vec<u8>> {
@@ -68,21 +65,15 @@ impl Collector {
 
     pub fn meta(&mut self, root: &Path, name: &[u8]) -> EntryMeta {
         let path = root.join(OsStr::from_bytes(name));
-        let md =
-            std::fs::symlink_metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let md = std::fs::symlink_metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut kind = EntryMeta::kind_of(&md);
         if let EntryKind::Symlink { target } = &mut kind {
-            *target = std::fs::read_link(&path)
-                .unwrap()
-                .into_os_string()
-                .into_encoded_bytes();
+            *target = std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes();
         }
         if !md.is_dir() && md.nlink() > 1 {
             let key = (md.dev(), md.ino());
             if let Some(first) = self.seen.get(&key) {
-                kind = EntryKind::HardLink {
-                    target: first.clone(),
-                };
+                kind = EntryKind::HardLink { target: first.clone() };
             } else {
                 self.seen.insert(key, name.to_vec());
             }
@@ -124,11 +115,8 @@ pub fn ours(root: &Path, names: &[Vec<u8>], opts: WriteOptions) -> (Vec<u8>, Vec
     let mut outcomes = Vec::new();
     for n in names {
         let meta = c.meta(root, n);
-        let mut f = (meta.kind == EntryKind::File)
-            .then(|| File::open(root.join(OsStr::from_bytes(n))).unwrap());
-        let o = w
-            .append(n, &meta, f.as_mut())
-            .unwrap_or_else(|e| panic!("append {}: {e}", String::from_utf8_lossy(n)));
+        let mut f = (meta.kind == EntryKind::File).then(|| File::open(root.join(OsStr::from_bytes(n))).unwrap());
+        let o = w.append(n, &meta, f.as_mut()).unwrap_or_else(|e| panic!("append {}: {e}", String::from_utf8_lossy(n)));
         outcomes.push(o);
     }
     (w.finish().unwrap(), outcomes)
@@ -147,22 +135,14 @@ pub fn gnu(root: &Path, names: &[Vec<u8>], args: &[&str]) -> Vec<u8> {
         .args(names.iter().map(|n| OsStr::from_bytes(n)))
         .output()
         .expect("run GNU tar");
-    assert!(
-        out.status.success(),
-        "GNU tar failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "GNU tar failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
 /// Runs a command, panicking with its stderr on failure; returns stdout.
 pub fn run(cmd: &mut Command) -> Vec<u8> {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
@@ -173,10 +153,7 @@ pub fn sh(script: &str) -> Vec<u8> {
 /// Sets atime of everything under `root` into the future so that reading
 /// files (relatime) does not change it between our run and GNU tar's.
 pub fn freeze_atimes(root: &Path) {
-    sh(&format!(
-        "find '{}' -exec touch -h -a -d '2035-01-01 00:00:00' {{}} +",
-        root.display()
-    ));
+    sh(&format!("find '{}' -exec touch -h -a -d '2035-01-01 00:00:00' {{}} +", root.display()));
 }
 
 /// Compares two archives block by block, printing the first differing block.
@@ -189,25 +166,12 @@ pub fn assert_same_archive(ours: &[u8], theirs: &[u8], what: &str) {
         let a = ours.get(i * 512..(i + 1) * 512);
         let b = theirs.get(i * 512..(i + 1) * 512);
         if a != b {
-            let show = |x: Option<&[u8]>| {
-                x.map(|x| String::from_utf8_lossy(x).replace('\0', "."))
-                    .unwrap_or_default()
-            };
-            let diffs: Vec<usize> = (0..512)
-                .filter(|&k| a.map(|a| a[k]) != b.map(|b| b[k]))
-                .collect();
-            panic!(
-                "{what}: block {i} differs at byte offsets {diffs:?}\nours:   {}\ntheirs: {}",
-                show(a),
-                show(b)
-            );
+            let show = |x: Option<&[u8]>| x.map(|x| String::from_utf8_lossy(x).replace('\0', ".")).unwrap_or_default();
+            let diffs: Vec<usize> = (0..512).filter(|&k| a.map(|a| a[k]) != b.map(|b| b[k])).collect();
+            panic!("{what}: block {i} differs at byte offsets {diffs:?}\nours:   {}\ntheirs: {}", show(a), show(b));
         }
     }
-    panic!(
-        "{what}: lengths differ: ours {} theirs {}",
-        ours.len(),
-        theirs.len()
-    );
+    panic!("{what}: lengths differ: ours {} theirs {}", ours.len(), theirs.len());
 }
 
 pub fn bytes(p: &Path) -> Vec<u8> {
