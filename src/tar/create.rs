@@ -319,7 +319,7 @@ pub fn run(args: &Args, operands: &[Operand], diag: &Diag) -> ExitCode {
             }
         };
         let e = item.entry;
-        let m = *e.meta();
+        let m = e.meta();
         let path = e.path_bytes();
         // Roots are not filtered by the walk: apply --exclude to them here.
         if e.is_root() && excluder.excluded(&path) {

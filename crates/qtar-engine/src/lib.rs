@@ -222,7 +222,7 @@ impl Walk {
             let meta = Meta::from_statx(&st);
             let id = tree.add(NONE, i as u32, name, meta.ino);
             let node = &mut tree.nodes[id as usize];
-            node.meta = Some(meta);
+            node.set_meta(&meta);
             node.state |= state::STATED | state::ROOT;
             first_dev.get_or_insert(BlockDev::of(&st));
             if meta.is_dir() {
@@ -255,7 +255,7 @@ impl Walk {
                         Ok(_) => DataKey::Free,
                         Err(_) => DataKey::Unknown,
                     };
-                    tree.nodes[id as usize].data = data;
+                    tree.nodes[id as usize].set_data(data);
                 }
                 fds.push(None);
             }

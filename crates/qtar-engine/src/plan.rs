@@ -108,8 +108,8 @@ impl<'p> Entry<'p> {
     }
 
     /// Metadata from the metadata pass.
-    pub fn meta(&self) -> &'p Meta {
-        self.plan.tree.nodes[self.node() as usize].meta.as_ref().expect("planned entries are stat-ed")
+    pub fn meta(&self) -> Meta {
+        self.plan.tree.nodes[self.node() as usize].meta().expect("planned entries are stat-ed")
     }
 
     /// The kind of file.
@@ -152,7 +152,7 @@ impl<'p> Entry<'p> {
 
     /// The device byte offset where the data starts, when known.
     pub fn physical_offset(&self) -> Option<u64> {
-        match self.plan.tree.nodes[self.node() as usize].data {
+        match self.plan.tree.nodes[self.node() as usize].data() {
             DataKey::At(o) => Some(o),
             _ => None,
         }
@@ -164,7 +164,7 @@ impl<'p> Entry<'p> {
         self.meta().is_file()
             && self.meta().size > 0
             && self.hard_link_target().is_none()
-            && self.plan.tree.nodes[self.node() as usize].data != DataKey::Free
+            && self.plan.tree.nodes[self.node() as usize].data() != DataKey::Free
     }
 
     /// Reads the target of a symbolic link.
@@ -288,10 +288,10 @@ pub(crate) fn arrange(
                     continue;
                 }
                 let n = &tree.nodes[id as usize];
-                let m = n.meta.as_ref().expect("stated");
+                let m = n.meta().expect("stated");
                 match m.kind {
                     FileKind::Dir => dirs.push((tree.depth(id), id)),
-                    FileKind::File => match (fallback, n.data) {
+                    FileKind::File => match (fallback, n.data()) {
                         (_, DataKey::Free) => free.push(id),
                         (OrderUsed::Physical, DataKey::At(off)) => data.push((off, id)),
                         (OrderUsed::Physical | OrderUsed::Inode, _) => data.push((m.ino, id)),
@@ -360,7 +360,7 @@ pub(crate) fn arrange(
     if hard_links {
         let mut first: HashMap<(u64, u64), u32> = HashMap::new();
         for (pos, &id) in seq.iter().enumerate() {
-            let m = tree.nodes[id as usize].meta.as_ref().expect("stated");
+            let m = tree.nodes[id as usize].meta().expect("stated");
             if m.nlink > 1 && !m.is_dir() {
                 match first.entry((m.dev, m.ino)) {
                     std::collections::hash_map::Entry::Occupied(o) => links[pos] = *o.get(),

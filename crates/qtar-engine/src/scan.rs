@@ -99,7 +99,7 @@ impl<'a> Scan<'a> {
         let n = &self.tree.nodes[node as usize];
         let rel = self.tree.rel(node);
         let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-        Job { node, parent: n.parent, root: n.root, op, rel, name_at }
+        Job { node, parent: n.parent, root: u32::from(n.root), op, rel, name_at }
     }
 
     /// Runs the pass from the given (already stat-ed) root directories.
@@ -164,9 +164,9 @@ impl<'a> Scan<'a> {
             Ok(Outcome::Stat { meta, data, dir_key }) => {
                 let root_dev = self.root_dev(id);
                 let n = &mut self.tree.nodes[id as usize];
-                n.meta = Some(meta);
+                n.set_meta(&meta);
                 n.state |= state::STATED;
-                n.data = data;
+                n.set_data(data);
                 if data == DataKey::NoFiemap && meta.is_file() && meta.size > 0 {
                     self.fiemap_unsupported = true;
                 }
@@ -200,7 +200,7 @@ impl<'a> Scan<'a> {
                             continue;
                         }
                     }
-                    let child = self.tree.add(id, root, name, ino);
+                    let child = self.tree.add(id, u32::from(root), name, ino);
                     let key = self.stat_key(ino);
                     elevator.push(key, self.job(child, JobOp::Stat));
                 }
@@ -212,7 +212,7 @@ impl<'a> Scan<'a> {
         while self.tree.nodes[id as usize].parent != NONE {
             id = self.tree.nodes[id as usize].parent;
         }
-        self.tree.nodes[id as usize].meta.map(|m| m.dev)
+        self.tree.nodes[id as usize].meta().map(|m| m.dev)
     }
 }
 

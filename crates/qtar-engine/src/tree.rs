@@ -5,7 +5,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use crate::meta::Meta;
+use crate::meta::{Meta, Timestamp};
 
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -37,16 +37,95 @@ pub(crate) mod state {
     pub const ROOT: u8 = 8;
 }
 
+/// One discovered entry, about 130 bytes: `statx` fields packed without the
+/// padding of [`Meta`], the data key in one word, the name stored elsewhere.
 #[derive(Debug, Clone)]
 pub(crate) struct Node {
     pub parent: u32,
-    pub root: u32,
-    pub name_off: u64,
     pub name_len: u32,
+    pub name_off: u64,
     pub ino: u64,
+    data: u64,
+    size: u64,
+    blocks: u64,
+    dev: u64,
+    secs: [i64; 3],
+    nsecs: [u32; 3],
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    nlink: u32,
+    rdev: [u32; 2],
+    pub root: u16,
     pub state: u8,
-    pub data: DataKey,
-    pub meta: Option<Meta>,
+}
+
+const KEY_NONE: u64 = u64::MAX;
+const KEY_FREE: u64 = u64::MAX - 1;
+const KEY_UNKNOWN: u64 = u64::MAX - 2;
+const KEY_NO_FIEMAP: u64 = u64::MAX - 3;
+
+impl Node {
+    /// The metadata, once `statx` has filled it in.
+    pub fn meta(&self) -> Option<Meta> {
+        (self.state & state::STATED != 0).then(|| {
+            let ts = |i: usize| Timestamp { sec: self.secs[i], nsec: self.nsecs[i] };
+            Meta {
+                kind: crate::meta::FileKind::from_mode(self.mode),
+                mode: self.mode,
+                uid: self.uid,
+                gid: self.gid,
+                nlink: self.nlink,
+                size: self.size,
+                blocks: self.blocks,
+                ino: self.ino,
+                dev: self.dev,
+                rdev_major: self.rdev[0],
+                rdev_minor: self.rdev[1],
+                atime: ts(0),
+                mtime: ts(1),
+                ctime: ts(2),
+            }
+        })
+    }
+
+    pub fn set_meta(&mut self, m: &Meta) {
+        self.mode = m.mode;
+        self.uid = m.uid;
+        self.gid = m.gid;
+        self.nlink = m.nlink;
+        self.size = m.size;
+        self.blocks = m.blocks;
+        self.ino = m.ino;
+        self.dev = m.dev;
+        self.rdev = [m.rdev_major, m.rdev_minor];
+        for (i, t) in [m.atime, m.mtime, m.ctime].into_iter().enumerate() {
+            self.secs[i] = t.sec;
+            self.nsecs[i] = t.nsec;
+        }
+        self.state |= state::STATED;
+    }
+
+    pub fn data(&self) -> DataKey {
+        match self.data {
+            KEY_NONE => DataKey::None,
+            KEY_FREE => DataKey::Free,
+            KEY_UNKNOWN => DataKey::Unknown,
+            KEY_NO_FIEMAP => DataKey::NoFiemap,
+            off => DataKey::At(off),
+        }
+    }
+
+    pub fn set_data(&mut self, k: DataKey) {
+        self.data = match k {
+            DataKey::None => KEY_NONE,
+            DataKey::Free => KEY_FREE,
+            DataKey::Unknown => KEY_UNKNOWN,
+            DataKey::NoFiemap => KEY_NO_FIEMAP,
+            // Offsets this close to 2^64 do not exist on any device.
+            DataKey::At(off) => off.min(KEY_NO_FIEMAP - 1),
+        };
+    }
 }
 
 #[derive(Debug, Default)]
@@ -58,15 +137,31 @@ pub(crate) struct Tree {
 impl Tree {
     pub fn add(&mut self, parent: u32, root: u32, name: &[u8], ino: u64) -> u32 {
         let id = self.nodes.len() as u32;
+        // Grow by a quarter, not double: the tree is most of a plan's memory.
+        if self.nodes.len() == self.nodes.capacity() {
+            self.nodes.reserve_exact((self.nodes.capacity() / 4).max(4096));
+        }
+        if self.names.capacity() - self.names.len() < name.len() {
+            self.names.reserve_exact((self.names.capacity() / 4).max(64 << 10).max(name.len()));
+        }
         self.nodes.push(Node {
             parent,
-            root,
-            name_off: self.names.len() as u64,
             name_len: name.len() as u32,
+            name_off: self.names.len() as u64,
             ino,
+            data: KEY_NONE,
+            size: 0,
+            blocks: 0,
+            dev: 0,
+            secs: [0; 3],
+            nsecs: [0; 3],
+            mode: 0,
+            uid: 0,
+            gid: 0,
+            nlink: 0,
+            rdev: [0; 2],
+            root: u16::try_from(root).expect("at most 65535 roots"),
             state: 0,
-            data: DataKey::None,
-            meta: None,
         });
         self.names.extend_from_slice(name);
         id
