@@ -17,8 +17,12 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod age;
+pub mod bench;
 pub mod layout;
 pub mod model;
+pub mod plot;
 pub mod sys;
 pub mod trace;
 pub mod tracefs;
+pub mod tree;
