@@ -16,6 +16,7 @@
 //! assert!(a.one_sweep.total_s <= a.modelled.total_s);
 //! ```
 #![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod age;
 pub mod bench;

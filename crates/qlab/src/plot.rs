@@ -138,3 +138,43 @@ pub fn bars(
     root.present().map_err(e(path))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thinning_keeps_one_point_per_cell_and_the_extremes() {
+        let pts: Vec<(f64, f64)> = (0..100_000)
+            .map(|i| (i as f64 / 1e5, (i % 7) as f64))
+            .collect();
+        let t = thin(&pts, 1.0, 6.0);
+        assert!(t.len() <= 600 * 181 && t.len() < pts.len());
+        assert_eq!(t[0], pts[0]);
+        // Every distinct offset row is still present.
+        for k in 0..7 {
+            assert!(t.iter().any(|p| p.1 == k as f64));
+        }
+    }
+
+    #[test]
+    fn writes_svg_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f.svg");
+        footprint(
+            &f,
+            "t",
+            &[
+                ("a".into(), vec![(0.0, 1.0), (1.0, 2.0)]),
+                ("b".into(), vec![]),
+            ],
+        )
+        .unwrap();
+        let s = std::fs::read_to_string(&f).unwrap();
+        assert!(s.starts_with("<svg") && s.matches("<circle").count() == 2);
+        let b = dir.path().join("b.svg");
+        bars(&b, "t", &["x", "y"], &[("tool-a".into(), vec![1.0, 2.0])]).unwrap();
+        let s = std::fs::read_to_string(&b).unwrap();
+        assert!(s.matches("<rect").count() >= 3 && s.contains("\ntool-a\n"));
+    }
+}
