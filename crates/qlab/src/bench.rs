@@ -763,7 +763,7 @@ fn summarize(
     }
     let _ = writeln!(
         s,
-        "\n## Images\n\n| image | files | extents/file | layout score | next-file contiguity | free extents (e2freefrag) | how made |\n|---|---|---|---|---|---|---|"
+        "\n## Images\n\n| image | files with data | extents/file | layout score | next-file contiguity | free extents (e2freefrag) | how made |\n|---|---|---|---|---|---|---|"
     );
     for im in images {
         let free = im
