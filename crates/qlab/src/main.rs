@@ -61,9 +61,10 @@ enum Cmd {
         #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
     },
-    /// Price a saved trace text file (reads only) on the disk model.
+    /// Price a saved trace (reads only) on the disk model.
     Price {
-        /// The trace text (as read from tracefs).
+        /// The trace text as read from tracefs, or gzipped (`.gz`), as the
+        /// benchmark keeps them in its cache.
         file: PathBuf,
     },
     /// Age the file system mounted at MOUNT: churn, then copy TREE into
@@ -146,8 +147,14 @@ fn real_main() -> Result<()> {
             }
         }
         Cmd::Price { file } => {
-            let text = std::fs::read_to_string(&file)
-                .with_context(|| format!("{}: reading", file.display()))?;
+            let text = if file.extension().is_some_and(|e| e == "gz") {
+                let o = sys::run(Command::new("gzip").arg("-dc").arg(&file))?;
+                String::from_utf8(o.stdout)
+                    .with_context(|| format!("{}: not UTF-8", file.display()))?
+            } else {
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("{}: reading", file.display()))?
+            };
             let reqs = trace::parse_trace(&text).with_context(|| format!("{}", file.display()))?;
             print_price(&reqs);
         }
