@@ -199,6 +199,13 @@ struct Staged {
     desc: String,
 }
 
+/// `<path>.stamp` (appended, so `linux-source-6.12` keeps its `.12`).
+fn stamp_path(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".stamp");
+    PathBuf::from(s)
+}
+
 fn stamp_ok(stamp: &Path, key: &str) -> bool {
     fs::read_to_string(stamp).map(|s| s == key).unwrap_or(false)
 }
@@ -211,7 +218,7 @@ fn stage_tree(cfg: &BenchConfig, log: &mut Vec<String>) -> Result<Staged> {
             let (n, bytes) = (20_000usize, 300u64 << 20);
             let dir = trees.join(format!("synth-{}-{n}", cfg.seed));
             let key = format!("synthetic v1 seed={} files={n} bytes={bytes}", cfg.seed);
-            let stamp = dir.with_extension("stamp");
+            let stamp = stamp_path(&dir);
             if !stamp_ok(&stamp, &key) {
                 let _ = fs::remove_dir_all(&dir);
                 fs::create_dir_all(&dir).with_context(|| format!("{}: creating", dir.display()))?;
@@ -235,7 +242,7 @@ fn stage_tree(cfg: &BenchConfig, log: &mut Vec<String>) -> Result<Staged> {
             }
             let dir = trees.join("linux-source-6.12");
             let key = "linux-source-6.12 unpacked v1".to_string();
-            let stamp = dir.with_extension("stamp");
+            let stamp = stamp_path(&dir);
             if !stamp_ok(&stamp, &key) {
                 let _ = fs::remove_dir_all(&dir);
                 sys::run(
@@ -310,7 +317,7 @@ fn build_clean(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>
         cfg.profile.image_bytes(),
         st.desc
     );
-    let stamp = img.with_extension("stamp");
+    let stamp = stamp_path(img);
     log.push(format!(
         "# clean image: mkfs.ext4 -F -q -m 0 -b 4096 {img} ({} bytes); mount; cp -a {} MNT/tree; umount",
         cfg.profile.image_bytes(),
@@ -333,6 +340,7 @@ fn build_clean(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>
     )?;
     m.unmount()?;
     drop(lp);
+    let _ = fs::remove_dir(&mnt);
     fs::write(&stamp, &key).with_context(|| format!("{}: writing", stamp.display()))?;
     Ok(())
 }
@@ -346,7 +354,7 @@ fn build_aged(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>)
         cfg.profile.churn_factor(),
         st.desc
     );
-    let stamp = img.with_extension("stamp");
+    let stamp = stamp_path(img);
     let info = img.with_extension("info");
     log.push(format!(
         "# aged image: mkfs.ext4 -F -q -m 0 -b 4096 {} ({} bytes); mount; qlab aging (seed {}, fill to 85%, delete to 70%, 20% appends, {}x capacity churn, then the tree laid down during churn); umount",
@@ -378,6 +386,7 @@ fn build_aged(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>)
     let used = sys::fs_used(&mnt)?;
     m.unmount()?;
     drop(lp);
+    let _ = fs::remove_dir(&mnt);
     let text = format!(
         "aging: capacity {cap} bytes, {} creates, {} appends, {} deletes, {} churn bytes ({:.2}x capacity), {} fill/delete cycles, final use {:.1}%, took {:.1} s",
         stats.creates,
@@ -616,6 +625,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         }
         m.unmount()?;
         drop(lp);
+        let _ = fs::remove_dir(&mnt);
         measured.push(Image {
             name: iname.clone(),
             path: path.clone(),
@@ -625,6 +635,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         });
     }
     dst_mount.unmount()?;
+    let _ = fs::remove_dir(&dst);
 
     let mut csv = String::from(CSV_HEADER);
     csv.push('\n');
@@ -865,6 +876,18 @@ fn summarize(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stamps_keep_version_suffixes() {
+        assert_eq!(
+            stamp_path(Path::new("/c/linux-source-6.12")),
+            Path::new("/c/linux-source-6.12.stamp")
+        );
+        assert_eq!(
+            stamp_path(Path::new("quick-aged.img")),
+            Path::new("quick-aged.img.stamp")
+        );
+    }
 
     #[test]
     fn parses_gnu_time_output() {
