@@ -250,11 +250,9 @@ pub fn execute(
                 let path = fs_root.join(&rel);
                 if made_dirs.insert(dir) {
                     let parent = path.parent().expect("churn path has a parent");
-                    fs::create_dir_all(parent)
-                        .with_context(|| format!("{}: creating", parent.display()))?;
+                    fs::create_dir_all(parent).with_context(|| format!("{}: creating", parent.display()))?;
                 }
-                let mut f = fs::File::create(&path)
-                    .with_context(|| format!("{}: creating", path.display()))?;
+                let mut f = fs::File::create(&path).with_context(|| format!("{}: creating", path.display()))?;
                 data.write(u64::from(id), size, &mut f)
                     .with_context(|| format!("{}: writing {size} bytes", path.display()))?;
                 since_sync += size;
@@ -278,19 +276,16 @@ pub fn execute(
                 let dst = troot.join(&item.rel);
                 if let Some(parent) = dst.parent() {
                     if !parent.is_dir() {
-                        fs::create_dir_all(parent)
-                            .with_context(|| format!("{}: creating", parent.display()))?;
+                        fs::create_dir_all(parent).with_context(|| format!("{}: creating", parent.display()))?;
                     }
                 }
                 match &item.src {
                     Some(src) => {
-                        fs::copy(src, &dst).with_context(|| {
-                            format!("{}: copying from {}", dst.display(), src.display())
-                        })?;
+                        fs::copy(src, &dst)
+                            .with_context(|| format!("{}: copying from {}", dst.display(), src.display()))?;
                     }
                     None => {
-                        let mut f = fs::File::create(&dst)
-                            .with_context(|| format!("{}: creating", dst.display()))?;
+                        let mut f = fs::File::create(&dst).with_context(|| format!("{}: creating", dst.display()))?;
                         data.write(index as u64, item.size, &mut f)
                             .with_context(|| format!("{}: writing", dst.display()))?;
                         f.flush().ok();
@@ -312,11 +307,7 @@ mod tests {
     use super::*;
 
     fn sizes() -> Vec<u64> {
-        crate::tree::synthetic(5, 300, 20 << 20)
-            .files
-            .iter()
-            .map(|f| f.size)
-            .collect()
+        crate::tree::synthetic(5, 300, 20 << 20).files.iter().map(|f| f.size).collect()
     }
 
     #[test]
@@ -334,16 +325,8 @@ mod tests {
         let frac = sa.appends as f64 / (sa.appends + sa.creates) as f64;
         assert!((0.15..0.25).contains(&frac), "append fraction {frac}");
         // Every tree file appears once, in order; ops only touch live files.
-        let tree_ops: Vec<usize> = a
-            .iter()
-            .filter_map(|o| {
-                if let AgeOp::Tree { index } = o {
-                    Some(*index)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let tree_ops: Vec<usize> =
+            a.iter().filter_map(|o| if let AgeOp::Tree { index } = o { Some(*index) } else { None }).collect();
         assert_eq!(tree_ops, (0..t.len()).collect::<Vec<_>>());
         let mut live = std::collections::HashSet::new();
         let mut used: u64 = 0;

@@ -85,18 +85,10 @@ pub struct Tool {
 /// The peers of LAB.md, plus qtar's three modes when `qtar` is given.
 /// Returns the tools and notes on skipped ones.
 pub fn tools(qtar: Option<&Path>) -> (Vec<Tool>, Vec<String>) {
-    let t = |name: &str, cmd: &str, writes_dst| Tool {
-        name: name.into(),
-        cmd: cmd.into(),
-        writes_dst,
-    };
+    let t = |name: &str, cmd: &str, writes_dst| Tool { name: name.into(), cmd: cmd.into(), writes_dst };
     let mut v = vec![
         t("gnu-tar", "tar -cf - tree | cat >/dev/null", false),
-        t(
-            "gnu-tar-inode",
-            "tar --sort=inode -cf - tree | cat >/dev/null",
-            false,
-        ),
+        t("gnu-tar-inode", "tar --sort=inode -cf - tree | cat >/dev/null", false),
         t("bsdtar", "bsdtar -cf - tree | cat >/dev/null", false),
         t("cp-a", "cp -a tree \"$DST/\"", true),
         t("rsync-a", "rsync -a tree \"$DST/\"", true),
@@ -107,10 +99,7 @@ pub fn tools(qtar: Option<&Path>) -> (Vec<Tool>, Vec<String>) {
             for mode in ["none", "inode", "disk"] {
                 v.push(t(
                     &format!("qtar-{mode}"),
-                    &format!(
-                        "'{}' --sort={mode} -cf - tree | cat >/dev/null",
-                        q.display()
-                    ),
+                    &format!("'{}' --sort={mode} -cf - tree | cat >/dev/null", q.display()),
                     false,
                 ));
             }
@@ -226,97 +215,50 @@ fn stage_tree(cfg: &BenchConfig, log: &mut Vec<String>) -> Result<Staged> {
                 tree::write_tree(&plan, &dir)?;
                 fs::write(&stamp, &key).with_context(|| format!("{}: writing", stamp.display()))?;
             }
-            log.push(format!(
-                "# tree: qlab synthetic tree ({key}) staged at {}",
-                dir.display()
-            ));
+            log.push(format!("# tree: qlab synthetic tree ({key}) staged at {}", dir.display()));
             (dir, key)
         }
         Profile::Full => {
             let tarball = Path::new("/usr/src/linux-source-6.12.tar.xz");
             if !tarball.is_file() {
-                bail!(
-                    "{}: missing; install it with `apt-get install linux-source-6.12`",
-                    tarball.display()
-                );
+                bail!("{}: missing; install it with `apt-get install linux-source-6.12`", tarball.display());
             }
             let dir = trees.join("linux-source-6.12");
             let key = "linux-source-6.12 unpacked v1".to_string();
             let stamp = stamp_path(&dir);
             if !stamp_ok(&stamp, &key) {
                 let _ = fs::remove_dir_all(&dir);
-                sys::run(
-                    Command::new("tar")
-                        .arg("-xf")
-                        .arg(tarball)
-                        .arg("-C")
-                        .arg(&trees),
-                )?;
+                sys::run(Command::new("tar").arg("-xf").arg(tarball).arg("-C").arg(&trees))?;
                 fs::write(&stamp, &key).with_context(|| format!("{}: writing", stamp.display()))?;
             }
-            log.push(format!(
-                "# tree: tar -xf {} -C {}",
-                tarball.display(),
-                trees.display()
-            ));
+            log.push(format!("# tree: tar -xf {} -C {}", tarball.display(), trees.display()));
             (dir, key)
         }
     };
     let mut dirs = Vec::new();
     let mut files = Vec::new();
     let mut links = Vec::new();
-    for ent in walkdir::WalkDir::new(&root)
-        .min_depth(1)
-        .sort_by_file_name()
-    {
+    for ent in walkdir::WalkDir::new(&root).min_depth(1).sort_by_file_name() {
         let ent = ent.with_context(|| format!("{}: walking", root.display()))?;
-        let rel = ent
-            .path()
-            .strip_prefix(&root)
-            .expect("under root")
-            .to_path_buf();
+        let rel = ent.path().strip_prefix(&root).expect("under root").to_path_buf();
         let ft = ent.file_type();
         if ft.is_dir() {
             dirs.push(rel);
         } else if ft.is_symlink() {
-            let t = fs::read_link(ent.path())
-                .with_context(|| format!("{}: readlink", ent.path().display()))?;
+            let t = fs::read_link(ent.path()).with_context(|| format!("{}: readlink", ent.path().display()))?;
             links.push((rel, t));
         } else if ft.is_file() {
-            let size = ent
-                .metadata()
-                .with_context(|| format!("{}: stat", ent.path().display()))?
-                .len();
-            files.push(TreeItem {
-                rel,
-                size,
-                src: Some(ent.path().to_path_buf()),
-            });
+            let size = ent.metadata().with_context(|| format!("{}: stat", ent.path().display()))?.len();
+            files.push(TreeItem { rel, size, src: Some(ent.path().to_path_buf()) });
         }
     }
     let bytes: u64 = files.iter().map(|f| f.size).sum();
-    let desc = format!(
-        "{desc}; {} files, {} dirs, {} symlinks, {bytes} bytes",
-        files.len(),
-        dirs.len(),
-        links.len()
-    );
-    Ok(Staged {
-        root,
-        dirs,
-        files,
-        links,
-        desc,
-    })
+    let desc = format!("{desc}; {} files, {} dirs, {} symlinks, {bytes} bytes", files.len(), dirs.len(), links.len());
+    Ok(Staged { root, dirs, files, links, desc })
 }
 
 fn build_clean(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>) -> Result<()> {
-    let key = format!(
-        "clean v1 {} size={} tree={}",
-        cfg.profile.name(),
-        cfg.profile.image_bytes(),
-        st.desc
-    );
+    let key = format!("clean v1 {} size={} tree={}", cfg.profile.name(), cfg.profile.image_bytes(), st.desc);
     let stamp = stamp_path(img);
     log.push(format!(
         "# clean image: mkfs.ext4 -F -q -m 0 -b 4096 {img} ({} bytes); mount; cp -a {} MNT/tree; umount",
@@ -332,12 +274,7 @@ fn build_clean(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>
     let lp = Loop::attach(img, false)?;
     let mnt = cfg.cache.join(format!("mnt-build-{}", std::process::id()));
     let m = Mount::new(&lp.dev, &mnt, Some("ext4"), "")?;
-    sys::run(
-        Command::new("cp")
-            .arg("-a")
-            .arg(&st.root)
-            .arg(mnt.join("tree")),
-    )?;
+    sys::run(Command::new("cp").arg("-a").arg(&st.root).arg(mnt.join("tree")))?;
     m.unmount()?;
     drop(lp);
     let _ = fs::remove_dir(&mnt);
@@ -380,8 +317,7 @@ fn build_aged(cfg: &BenchConfig, st: &Staged, img: &Path, log: &mut Vec<String>)
     age::execute(&p, &ops, &mnt, Path::new("tree"), &st.dirs, &st.files)?;
     for (rel, target) in &st.links {
         let l = mnt.join("tree").join(rel);
-        std::os::unix::fs::symlink(target, &l)
-            .with_context(|| format!("{}: symlink", l.display()))?;
+        std::os::unix::fs::symlink(target, &l).with_context(|| format!("{}: symlink", l.display()))?;
     }
     let used = sys::fs_used(&mnt)?;
     m.unmount()?;
@@ -416,12 +352,7 @@ fn cmd_out(line: &str) -> String {
 
 fn gzip_to(path: &Path, text: &str) -> Result<()> {
     let f = fs::File::create(path).with_context(|| format!("{}: creating", path.display()))?;
-    let mut child = Command::new("gzip")
-        .arg("-c")
-        .stdin(Stdio::piped())
-        .stdout(f)
-        .spawn()
-        .context("running gzip")?;
+    let mut child = Command::new("gzip").arg("-c").stdin(Stdio::piped()).stdout(f).spawn().context("running gzip")?;
     child
         .stdin
         .take()
@@ -447,17 +378,8 @@ pub fn parse_time(text: &str) -> Result<(f64, f64, f64, u64)> {
     if f.len() != 4 {
         bail!("unexpected /usr/bin/time output {line:?}");
     }
-    let p = |s: &str| {
-        s.parse::<f64>()
-            .with_context(|| format!("bad number {s:?} in {line:?}"))
-    };
-    Ok((
-        p(f[0])?,
-        p(f[1])?,
-        p(f[2])?,
-        f[3].parse()
-            .with_context(|| format!("bad RSS in {line:?}"))?,
-    ))
+    let p = |s: &str| s.parse::<f64>().with_context(|| format!("bad number {s:?} in {line:?}"));
+    Ok((p(f[0])?, p(f[1])?, p(f[2])?, f[3].parse().with_context(|| format!("bad RSS in {line:?}"))?))
 }
 
 struct Image {
@@ -477,10 +399,8 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
     fs::create_dir_all(&cfg.runs).with_context(|| format!("{}: creating", cfg.runs.display()))?;
     // Absolute paths: the tools run with the mount point as their cwd.
     let mut cfg = cfg.clone();
-    cfg.cache = fs::canonicalize(&cfg.cache)
-        .with_context(|| format!("{}: resolving", cfg.cache.display()))?;
-    cfg.runs = fs::canonicalize(&cfg.runs)
-        .with_context(|| format!("{}: resolving", cfg.runs.display()))?;
+    cfg.cache = fs::canonicalize(&cfg.cache).with_context(|| format!("{}: resolving", cfg.cache.display()))?;
+    cfg.runs = fs::canonicalize(&cfg.runs).with_context(|| format!("{}: resolving", cfg.runs.display()))?;
     let cfg = &cfg;
     let date = cmd_out("date -u +%F");
     let host = cmd_out("hostname -s");
@@ -500,8 +420,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
     eprintln!("qlab: staging the tree");
     let st = stage_tree(cfg, &mut commands)?;
     let images_dir = cfg.cache.join("images");
-    fs::create_dir_all(&images_dir)
-        .with_context(|| format!("{}: creating", images_dir.display()))?;
+    fs::create_dir_all(&images_dir).with_context(|| format!("{}: creating", images_dir.display()))?;
     let mut images = Vec::new();
     eprintln!("qlab: building the clean image");
     let clean = images_dir.join(format!("{}-clean.img", cfg.profile.name()));
@@ -521,12 +440,10 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         .collect();
     commands.push("# each tool, per image and repeat: sync; echo 3 > /proc/sys/vm/drop_caches; then, in the image's mount point (mounted -o ro,noload), traced on its loop device:".into());
     for t in &tools {
-        commands.push(format!(
-            "/usr/bin/time -f '%e %U %S %M' sh -c '{}'    # {}",
-            t.cmd, t.name
-        ));
+        commands.push(format!("/usr/bin/time -f '%e %U %S %M' sh -c '{}'    # {}", t.cmd, t.name));
     }
-    commands.push("# $DST is a private tmpfs, emptied before each copy; its writes are not on the traced device".into());
+    commands
+        .push("# $DST is a private tmpfs, emptied before each copy; its writes are not on the traced device".into());
     fs::write(out.join("commands.txt"), commands.join("\n") + "\n")
         .with_context(|| format!("{}: writing", out.join("commands.txt").display()))?;
 
@@ -536,15 +453,10 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
     let mut rows: Vec<Row> = Vec::new();
     let mut measured: Vec<Image> = Vec::new();
     let mut footprints: BTreeMap<String, Vec<Series>> = BTreeMap::new();
-    let opts = CaptureOptions {
-        buffer_size_kb: 65536,
-        complete: false,
-    };
+    let opts = CaptureOptions { buffer_size_kb: 65536, complete: false };
     for (iname, path, info) in &images {
         let lp = Loop::attach(path, true)?;
-        let mnt = cfg
-            .cache
-            .join(format!("mnt-{iname}-{}", std::process::id()));
+        let mnt = cfg.cache.join(format!("mnt-{iname}-{}", std::process::id()));
         let m = Mount::new(&lp.dev, &mnt, Some("ext4"), "ro,noload")?;
         eprintln!("qlab: {iname}: measuring layout");
         let files: Vec<PathBuf> = walkdir::WalkDir::new(mnt.join("tree"))
@@ -563,11 +475,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         for rep in 0..cfg.repeats {
             for t in &tools {
                 if t.writes_dst {
-                    sys::sh(&format!(
-                        "rm -rf '{}'/* '{}'/.[!.]*",
-                        dst.display(),
-                        dst.display()
-                    ))?;
+                    sys::sh(&format!("rm -rf '{}'/* '{}'/.[!.]*", dst.display(), dst.display()))?;
                 }
                 sys::drop_caches()?;
                 let tf = traces.join(format!("{iname}-{}-r{rep}.time", t.name));
@@ -581,10 +489,8 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
                 eprintln!("qlab: {iname}: {} (repeat {rep})", t.name);
                 let (res, text, reqs) = tracefs::capture(dev, &opts, || sys::run(&mut c))?;
                 res.with_context(|| format!("{} on {iname}", t.name))?;
-                let (wall, user, sysc, rss) = parse_time(
-                    &fs::read_to_string(&tf)
-                        .with_context(|| format!("{}: reading", tf.display()))?,
-                )?;
+                let (wall, user, sysc, rss) =
+                    parse_time(&fs::read_to_string(&tf).with_context(|| format!("{}: reading", tf.display()))?)?;
                 let tr = traces.join(format!("{iname}-{}-r{rep}.trace.gz", t.name));
                 gzip_to(&tr, &text)?;
                 let ext = model::read_extents(&reqs);
@@ -595,17 +501,9 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
                     let pts = issues
                         .iter()
                         .filter(|r| r.is_read())
-                        .map(|r| {
-                            (
-                                (r.time_ns - t0) as f64 / 1e9,
-                                (r.sector * 512) as f64 / 1048576.0,
-                            )
-                        })
+                        .map(|r| ((r.time_ns - t0) as f64 / 1e9, (r.sector * 512) as f64 / 1048576.0))
                         .collect();
-                    footprints
-                        .entry(iname.clone())
-                        .or_default()
-                        .push((t.name.clone(), pts));
+                    footprints.entry(iname.clone()).or_default().push((t.name.clone(), pts));
                 }
                 rows.push(Row {
                     tool: t.name.clone(),
@@ -626,13 +524,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         m.unmount()?;
         drop(lp);
         let _ = fs::remove_dir(&mnt);
-        measured.push(Image {
-            name: iname.clone(),
-            path: path.clone(),
-            layout: lay,
-            freefrag,
-            info: info.clone(),
-        });
+        measured.push(Image { name: iname.clone(), path: path.clone(), layout: lay, freefrag, info: info.clone() });
     }
     dst_mount.unmount()?;
     let _ = fs::remove_dir(&dst);
@@ -643,8 +535,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         csv.push_str(&r.csv());
         csv.push('\n');
     }
-    fs::write(out.join("raw.csv"), csv)
-        .with_context(|| format!("{}: writing raw.csv", out.display()))?;
+    fs::write(out.join("raw.csv"), csv).with_context(|| format!("{}: writing raw.csv", out.display()))?;
 
     let mut versions = String::new();
     for line in [
@@ -660,12 +551,8 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         let _ = writeln!(versions, "$ {line}\n{}\n", cmd_out(line));
     }
     if let Some(q) = &cfg.qtar {
-        let _ = writeln!(
-            versions,
-            "$ {} --version\n{}\n",
-            q.display(),
-            cmd_out(&format!("'{}' --version", q.display()))
-        );
+        let _ =
+            writeln!(versions, "$ {} --version\n{}\n", q.display(), cmd_out(&format!("'{}' --version", q.display())));
     }
     let _ = writeln!(versions, "tree: {}", st.desc);
     for im in &measured {
@@ -693,10 +580,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
     for im in &measured {
         let mut bars = Vec::new();
         for t in tools.iter() {
-            let rs: Vec<&Row> = rows
-                .iter()
-                .filter(|r| r.image == im.name && r.tool == t.name)
-                .collect();
+            let rs: Vec<&Row> = rows.iter().filter(|r| r.image == im.name && r.tool == t.name).collect();
             if rs.is_empty() {
                 continue;
             }
@@ -713,17 +597,11 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         crate::plot::bars(
             &out.join(format!("bars-{}.svg", im.name)),
             &format!("{} image: modelled disk time against the bounds", im.name),
-            &[
-                "modelled (7200 rpm)",
-                "one-sweep bound",
-                "single-file bound",
-                "measured wall (loop on host disk)",
-            ],
+            &["modelled (7200 rpm)", "one-sweep bound", "single-file bound", "measured wall (loop on host disk)"],
             &bars,
         )?;
     }
-    fs::write(out.join("summary.md"), summary)
-        .with_context(|| format!("{}: writing summary.md", out.display()))?;
+    fs::write(out.join("summary.md"), summary).with_context(|| format!("{}: writing summary.md", out.display()))?;
     Ok(out)
 }
 
@@ -734,11 +612,7 @@ fn median(it: impl Iterator<Item = f64>) -> f64 {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
 fn summarize(
@@ -750,12 +624,7 @@ fn summarize(
     p: &DiskParams,
 ) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "# qlab run: profile {}, {} repeat(s)\n",
-        cfg.profile.name(),
-        cfg.repeats
-    );
+    let _ = writeln!(s, "# qlab run: profile {}, {} repeat(s)\n", cfg.profile.name(), cfg.repeats);
     let _ = writeln!(s, "Tree: {tree}.\n");
     let _ = writeln!(
         s,
@@ -811,11 +680,7 @@ fn summarize(
         "\n## Results\n\n| tool | image | modelled disk s | one-sweep s | ratio to one-sweep | single-file s | seeks | seek distance (GiB) | DLS | requests | wall s | CPU s | peak RSS MiB | wall / GNU tar | modelled / GNU tar |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for im in images {
-        let pick = |tool: &str| -> Vec<&Row> {
-            rows.iter()
-                .filter(|r| r.image == im.name && r.tool == tool)
-                .collect()
-        };
+        let pick = |tool: &str| -> Vec<&Row> { rows.iter().filter(|r| r.image == im.name && r.tool == tool).collect() };
         let base = pick("gnu-tar");
         let base_wall = median(base.iter().map(|r| r.wall_s));
         let base_mod = median(base.iter().map(|r| r.analysis.modelled.total_s));
@@ -850,19 +715,12 @@ fn summarize(
     }
     if images.len() > 1 {
         let get = |img: &str, f: &dyn Fn(&Row) -> f64| {
-            median(
-                rows.iter()
-                    .filter(|r| r.image == img && r.tool == "gnu-tar")
-                    .map(f),
-            )
+            median(rows.iter().filter(|r| r.image == img && r.tool == "gnu-tar").map(f))
         };
         let _ = writeln!(
             s,
             "\n## Aging, with GNU tar as the reference reader\n\naged/clean modelled disk time: {:.2}; aged/clean wall time: {:.2}.",
-            ratio(
-                get("aged", &|r| r.analysis.modelled.total_s),
-                get("clean", &|r| r.analysis.modelled.total_s)
-            ),
+            ratio(get("aged", &|r| r.analysis.modelled.total_s), get("clean", &|r| r.analysis.modelled.total_s)),
             ratio(get("aged", &|r| r.wall_s), get("clean", &|r| r.wall_s)),
         );
     }
@@ -879,22 +737,13 @@ mod tests {
 
     #[test]
     fn stamps_keep_version_suffixes() {
-        assert_eq!(
-            stamp_path(Path::new("/c/linux-source-6.12")),
-            Path::new("/c/linux-source-6.12.stamp")
-        );
-        assert_eq!(
-            stamp_path(Path::new("quick-aged.img")),
-            Path::new("quick-aged.img.stamp")
-        );
+        assert_eq!(stamp_path(Path::new("/c/linux-source-6.12")), Path::new("/c/linux-source-6.12.stamp"));
+        assert_eq!(stamp_path(Path::new("quick-aged.img")), Path::new("quick-aged.img.stamp"));
     }
 
     #[test]
     fn parses_gnu_time_output() {
-        assert_eq!(
-            parse_time("1.52 0.31 0.90 5120\n").unwrap(),
-            (1.52, 0.31, 0.90, 5120)
-        );
+        assert_eq!(parse_time("1.52 0.31 0.90 5120\n").unwrap(), (1.52, 0.31, 0.90, 5120));
         assert!(parse_time("Command exited with non-zero status 2\n").is_err());
         assert_eq!(median([3.0, 1.0, 2.0].into_iter()), 2.0);
         assert_eq!(median([4.0, 1.0].into_iter()), 2.5);
@@ -904,14 +753,8 @@ mod tests {
     fn tools_cover_the_peers_and_skip_missing_qtar() {
         let (t, notes) = tools(None);
         let names: Vec<&str> = t.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["gnu-tar", "gnu-tar-inode", "bsdtar", "cp-a", "rsync-a"]
-        );
-        assert!(
-            t.iter()
-                .all(|t| !t.cmd.contains("/dev/null") || t.cmd.contains("| cat >/dev/null"))
-        );
+        assert_eq!(names, ["gnu-tar", "gnu-tar-inode", "bsdtar", "cp-a", "rsync-a"]);
+        assert!(t.iter().all(|t| !t.cmd.contains("/dev/null") || t.cmd.contains("| cat >/dev/null")));
         assert_eq!(notes.len(), 1);
         let (t, _) = tools(Some(Path::new("/bin/sh")));
         assert_eq!(t.len(), 8);

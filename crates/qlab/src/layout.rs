@@ -42,18 +42,8 @@ pub fn parse_filefrag(text: &str) -> Result<Vec<FileMap>> {
             let mut w = tail.split_whitespace();
             let size: u64 = w.next().with_context(bad)?.parse().with_context(bad)?;
             let of = tail.find(" of ").with_context(bad)?;
-            let bs: u64 = tail[of + 4..]
-                .split_whitespace()
-                .next()
-                .with_context(bad)?
-                .parse()
-                .with_context(bad)?;
-            out.push(FileMap {
-                path,
-                size,
-                block_size: bs,
-                extents: Vec::new(),
-            });
+            let bs: u64 = tail[of + 4..].split_whitespace().next().with_context(bad)?.parse().with_context(bad)?;
+            out.push(FileMap { path, size, block_size: bs, extents: Vec::new() });
             continue;
         }
         let t = line.trim_start();
@@ -77,11 +67,7 @@ pub fn parse_filefrag(text: &str) -> Result<Vec<FileMap>> {
         let len: u64 = f[2].parse().with_context(bad)?;
         let cur = out.last_mut().with_context(bad)?;
         let bs = cur.block_size;
-        cur.extents.push(Extent {
-            logical: l0 * bs,
-            physical: p0 * bs,
-            len: len * bs,
-        });
+        cur.extents.push(Extent { logical: l0 * bs, physical: p0 * bs, len: len * bs });
     }
     Ok(out)
 }
@@ -93,12 +79,7 @@ pub fn filefrag(files: &[PathBuf]) -> Result<Vec<FileMap>> {
         let o = crate::sys::run(Command::new("filefrag").arg("-v").arg("-e").args(chunk))?;
         let maps = parse_filefrag(&String::from_utf8_lossy(&o.stdout))?;
         if maps.len() != chunk.len() {
-            bail!(
-                "filefrag printed {} files for {} asked (first {})",
-                maps.len(),
-                chunk.len(),
-                chunk[0].display()
-            );
+            bail!("filefrag printed {} files for {} asked (first {})", maps.len(), chunk.len(), chunk[0].display());
         }
         out.extend(maps);
     }
@@ -169,21 +150,9 @@ pub fn layout_stats(maps: &[FileMap]) -> LayoutStats {
         files: maps.len() as u64,
         files_with_data: with_data,
         extents,
-        extents_per_file: if with_data == 0 {
-            0.0
-        } else {
-            extents as f64 / with_data as f64
-        },
-        layout_score: if blocks == 0 {
-            1.0
-        } else {
-            follow as f64 / blocks as f64
-        },
-        interfile_contiguity: if inter_n == 0 {
-            1.0
-        } else {
-            inter_ok as f64 / inter_n as f64
-        },
+        extents_per_file: if with_data == 0 { 0.0 } else { extents as f64 / with_data as f64 },
+        layout_score: if blocks == 0 { 1.0 } else { follow as f64 / blocks as f64 },
+        interfile_contiguity: if inter_n == 0 { 1.0 } else { inter_ok as f64 / inter_n as f64 },
     }
 }
 
@@ -219,16 +188,8 @@ File size of /m/a b/x y is 100000 (98 blocks of 1024 bytes)
         assert_eq!(
             m[0].extents,
             vec![
-                Extent {
-                    logical: 0,
-                    physical: 10241 * 1024,
-                    len: 2048 * 1024
-                },
-                Extent {
-                    logical: 2048 * 1024,
-                    physical: 8451 * 1024,
-                    len: 882 * 1024
-                },
+                Extent { logical: 0, physical: 10241 * 1024, len: 2048 * 1024 },
+                Extent { logical: 2048 * 1024, physical: 8451 * 1024, len: 882 * 1024 },
             ]
         );
         assert!(m[1].extents.is_empty());

@@ -108,35 +108,16 @@ fn print_price(reqs: &[trace::Request]) {
 
 fn real_main() -> Result<()> {
     match Cli::parse().cmd {
-        Cmd::Bench {
-            profile,
-            cache,
-            runs,
-            repeats,
-            seed,
-            qtar,
-            no_aged,
-            only,
-        } => {
-            let cfg = BenchConfig {
-                profile,
-                cache,
-                runs,
-                repeats,
-                seed,
-                qtar,
-                aged: !no_aged,
-                only,
-            };
+        Cmd::Bench { profile, cache, runs, repeats, seed, qtar, no_aged, only } => {
+            let cfg = BenchConfig { profile, cache, runs, repeats, seed, qtar, aged: !no_aged, only };
             let out = bench::run(&cfg)?;
             println!("{}", out.display());
         }
         Cmd::Trace { dev, out, command } => {
             let d = tracefs::device_numbers(&dev)?;
-            let (st, text, reqs) =
-                tracefs::capture(d, &tracefs::CaptureOptions::default(), || {
-                    Command::new(&command[0]).args(&command[1..]).status()
-                })?;
+            let (st, text, reqs) = tracefs::capture(d, &tracefs::CaptureOptions::default(), || {
+                Command::new(&command[0]).args(&command[1..]).status()
+            })?;
             let st = st.with_context(|| format!("running {}", command[0]))?;
             if let Some(o) = out {
                 std::fs::write(&o, &text).with_context(|| format!("{}: writing", o.display()))?;
@@ -149,59 +130,31 @@ fn real_main() -> Result<()> {
         Cmd::Price { file } => {
             let text = if file.extension().is_some_and(|e| e == "gz") {
                 let o = sys::run(Command::new("gzip").arg("-dc").arg(&file))?;
-                String::from_utf8(o.stdout)
-                    .with_context(|| format!("{}: not UTF-8", file.display()))?
+                String::from_utf8(o.stdout).with_context(|| format!("{}: not UTF-8", file.display()))?
             } else {
-                std::fs::read_to_string(&file)
-                    .with_context(|| format!("{}: reading", file.display()))?
+                std::fs::read_to_string(&file).with_context(|| format!("{}: reading", file.display()))?
             };
             let reqs = trace::parse_trace(&text).with_context(|| format!("{}", file.display()))?;
             print_price(&reqs);
         }
-        Cmd::Age {
-            mount,
-            tree,
-            seed,
-            churn,
-        } => {
+        Cmd::Age { mount, tree, seed, churn } => {
             let mut dirs = Vec::new();
             let mut files = Vec::new();
-            for e in walkdir::WalkDir::new(&tree)
-                .min_depth(1)
-                .sort_by_file_name()
-            {
+            for e in walkdir::WalkDir::new(&tree).min_depth(1).sort_by_file_name() {
                 let e = e.with_context(|| format!("{}: walking", tree.display()))?;
-                let rel = e
-                    .path()
-                    .strip_prefix(&tree)
-                    .expect("under tree")
-                    .to_path_buf();
+                let rel = e.path().strip_prefix(&tree).expect("under tree").to_path_buf();
                 if e.file_type().is_dir() {
                     dirs.push(rel);
                 } else if e.file_type().is_file() {
-                    let size = e
-                        .metadata()
-                        .with_context(|| format!("{}: stat", e.path().display()))?
-                        .len();
-                    files.push(TreeItem {
-                        rel,
-                        size,
-                        src: Some(e.path().to_path_buf()),
-                    });
+                    let size = e.metadata().with_context(|| format!("{}: stat", e.path().display()))?.len();
+                    files.push(TreeItem { rel, size, src: Some(e.path().to_path_buf()) });
                 }
             }
             let mut p = AgeParams::new(seed, sys::fs_capacity(&mount)?);
             p.churn_factor = churn;
             let sizes: Vec<u64> = files.iter().map(|f| f.size).collect();
             let (ops, stats) = age::plan(&p, &sizes)?;
-            age::execute(
-                &p,
-                &ops,
-                &mount,
-                std::path::Path::new("tree"),
-                &dirs,
-                &files,
-            )?;
+            age::execute(&p, &ops, &mount, std::path::Path::new("tree"), &dirs, &files)?;
             println!("{stats:?}");
         }
         Cmd::Layout { dir } => {

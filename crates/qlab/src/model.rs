@@ -110,8 +110,7 @@ impl DiskParams {
 
     /// Media rate (bytes/s) at an image sector.
     pub fn rate_at(&self, sector: u64) -> f64 {
-        let pos =
-            (self.partition_offset as f64 + sector as f64 * SECTOR as f64) / self.disk_bytes as f64;
+        let pos = (self.partition_offset as f64 + sector as f64 * SECTOR as f64) / self.disk_bytes as f64;
         let pos = pos.clamp(0.0, 1.0);
         self.outer_rate - (self.outer_rate - self.inner_rate) * pos
     }
@@ -263,11 +262,7 @@ pub fn analyze(p: &DiskParams, reqs: &[(u64, u64)]) -> Analysis {
 
 /// The read issue events of a trace as `(sector, sectors)` in issue order.
 pub fn read_extents(reqs: &[Request]) -> Vec<(u64, u64)> {
-    crate::trace::issues(reqs)
-        .iter()
-        .filter(|r| r.is_read() && r.sectors > 0)
-        .map(|r| (r.sector, r.sectors))
-        .collect()
+    crate::trace::issues(reqs).iter().filter(|r| r.is_read() && r.sectors > 0).map(|r| (r.sector, r.sectors)).collect()
 }
 
 #[cfg(test)]
@@ -332,10 +327,7 @@ mod tests {
 
     #[test]
     fn zone_rates_fall_linearly() {
-        let p = DiskParams {
-            partition_offset: 0,
-            ..DiskParams::default()
-        };
+        let p = DiskParams { partition_offset: 0, ..DiskParams::default() };
         assert_eq!(p.rate_at(0), 150e6);
         let mid = p.disk_bytes / SECTOR / 2;
         assert!((p.rate_at(mid) - 112.5e6).abs() < 1.0);

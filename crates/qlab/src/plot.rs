@@ -27,10 +27,7 @@ pub fn footprint(path: &Path, title: &str, series: &[(String, Vec<(f64, f64)>)])
     let root = SVGBackend::new(path, (1000, 220 * n as u32 + 40)).into_drawing_area();
     root.fill(&WHITE).map_err(e(path))?;
     let root = root.titled(title, ("sans-serif", 20)).map_err(e(path))?;
-    let ymax = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.1))
-        .fold(1.0f64, f64::max);
+    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(1.0f64, f64::max);
     let panels = root.split_evenly((n, 1));
     for (i, (panel, (name, pts))) in panels.iter().zip(series).enumerate() {
         let xmax = pts.iter().map(|p| p.0).fold(0.001f64, f64::max);
@@ -50,11 +47,7 @@ pub fn footprint(path: &Path, title: &str, series: &[(String, Vec<(f64, f64)>)])
             .map_err(e(path))?;
         let c = COLORS[i % COLORS.len()];
         chart
-            .draw_series(
-                thin(pts, xmax, ymax)
-                    .into_iter()
-                    .map(|(x, y)| Circle::new((x, y), 1, c.filled())),
-            )
+            .draw_series(thin(pts, xmax, ymax).into_iter().map(|(x, y)| Circle::new((x, y), 1, c.filled())))
             .map_err(e(path))?;
     }
     root.present().map_err(e(path))?;
@@ -79,18 +72,10 @@ pub fn thin(pts: &[(f64, f64)], xmax: f64, ymax: f64) -> Vec<(f64, f64)> {
 
 /// Grouped bars: for each tool, one bar per measure (e.g. modelled time,
 /// one-sweep bound, single-file bound, measured wall time), in seconds.
-pub fn bars(
-    path: &Path,
-    title: &str,
-    measures: &[&str],
-    tools: &[(String, Vec<f64>)],
-) -> Result<()> {
+pub fn bars(path: &Path, title: &str, measures: &[&str], tools: &[(String, Vec<f64>)]) -> Result<()> {
     let root = SVGBackend::new(path, (1000, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(e(path))?;
-    let ymax = tools
-        .iter()
-        .flat_map(|t| t.1.iter().copied())
-        .fold(0.001f64, f64::max);
+    let ymax = tools.iter().flat_map(|t| t.1.iter().copied()).fold(0.001f64, f64::max);
     let n = tools.len().max(1);
     let names: Vec<String> = tools.iter().map(|t| t.0.clone()).collect();
     let mut chart = ChartBuilder::on(&root)
@@ -106,11 +91,7 @@ pub fn bars(
         .x_labels(n * 2 + 1)
         .x_label_formatter(&|x| {
             let i = x.floor() as usize;
-            if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() {
-                names[i].clone()
-            } else {
-                String::new()
-            }
+            if (x - x.floor() - 0.5).abs() < 0.26 && i < names.len() { names[i].clone() } else { String::new() }
         })
         .y_desc("seconds")
         .draw()
@@ -129,12 +110,7 @@ pub fn bars(
             .label(*label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(e(path))?;
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw().map_err(e(path))?;
     root.present().map_err(e(path))?;
     Ok(())
 }
@@ -145,9 +121,7 @@ mod tests {
 
     #[test]
     fn thinning_keeps_one_point_per_cell_and_the_extremes() {
-        let pts: Vec<(f64, f64)> = (0..100_000)
-            .map(|i| (i as f64 / 1e5, (i % 7) as f64))
-            .collect();
+        let pts: Vec<(f64, f64)> = (0..100_000).map(|i| (i as f64 / 1e5, (i % 7) as f64)).collect();
         let t = thin(&pts, 1.0, 6.0);
         assert!(t.len() <= 600 * 181 && t.len() < pts.len());
         assert_eq!(t[0], pts[0]);
@@ -161,15 +135,7 @@ mod tests {
     fn writes_svg_files() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("f.svg");
-        footprint(
-            &f,
-            "t",
-            &[
-                ("a".into(), vec![(0.0, 1.0), (1.0, 2.0)]),
-                ("b".into(), vec![]),
-            ],
-        )
-        .unwrap();
+        footprint(&f, "t", &[("a".into(), vec![(0.0, 1.0), (1.0, 2.0)]), ("b".into(), vec![])]).unwrap();
         let s = std::fs::read_to_string(&f).unwrap();
         assert!(s.starts_with("<svg") && s.matches("<circle").count() == 2);
         let b = dir.path().join("b.svg");

@@ -14,11 +14,7 @@ use anyhow::{Context, Result, bail};
 pub fn run(cmd: &mut Command) -> Result<Output> {
     let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{cmd:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(out)
 }
@@ -51,8 +47,7 @@ pub fn require_root(test: &str) -> bool {
 /// and the image file's cached pages.
 pub fn drop_caches() -> Result<()> {
     run(&mut Command::new("sync"))?;
-    std::fs::write("/proc/sys/vm/drop_caches", "3")
-        .context("/proc/sys/vm/drop_caches: writing 3")?;
+    std::fs::write("/proc/sys/vm/drop_caches", "3").context("/proc/sys/vm/drop_caches: writing 3")?;
     Ok(())
 }
 
@@ -72,8 +67,7 @@ impl Loop {
             c.arg("-r");
         }
         c.arg(image);
-        let out =
-            run(&mut c).with_context(|| format!("{}: attaching a loop device", image.display()))?;
+        let out = run(&mut c).with_context(|| format!("{}: attaching a loop device", image.display()))?;
         let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         Ok(Loop { dev })
     }
@@ -95,8 +89,7 @@ pub struct Mount {
 impl Mount {
     /// `mount [-t fstype] [-o opts] source dir`.
     pub fn new(source: &Path, dir: &Path, fstype: Option<&str>, opts: &str) -> Result<Mount> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("{}: creating mount point", dir.display()))?;
+        std::fs::create_dir_all(dir).with_context(|| format!("{}: creating mount point", dir.display()))?;
         let mut c = Command::new("mount");
         if let Some(t) = fstype {
             c.args(["-t", t]);
@@ -106,28 +99,21 @@ impl Mount {
         }
         c.arg(source).arg(dir);
         run(&mut c).with_context(|| format!("{}: mounting {}", dir.display(), source.display()))?;
-        Ok(Mount {
-            dir: dir.to_path_buf(),
-        })
+        Ok(Mount { dir: dir.to_path_buf() })
     }
 
     /// Unmounts now, reporting failure.
     pub fn unmount(self) -> Result<()> {
         let dir = self.dir.clone();
         std::mem::forget(self);
-        run(Command::new("umount").arg(&dir))
-            .with_context(|| format!("{}: unmounting", dir.display()))?;
+        run(Command::new("umount").arg(&dir)).with_context(|| format!("{}: unmounting", dir.display()))?;
         Ok(())
     }
 }
 
 impl Drop for Mount {
     fn drop(&mut self) {
-        if !Command::new("umount")
-            .arg(&self.dir)
-            .status()
-            .is_ok_and(|s| s.success())
-        {
+        if !Command::new("umount").arg(&self.dir).status().is_ok_and(|s| s.success()) {
             let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
         }
     }
@@ -137,15 +123,10 @@ impl Drop for Mount {
 /// plus `extra` options), replacing any old file.
 pub fn mkfs_ext4(image: &Path, size: u64, extra: &[&str]) -> Result<()> {
     let _ = std::fs::remove_file(image);
-    let f = std::fs::File::create(image)
-        .with_context(|| format!("{}: creating image", image.display()))?;
-    f.set_len(size)
-        .with_context(|| format!("{}: sizing image", image.display()))?;
+    let f = std::fs::File::create(image).with_context(|| format!("{}: creating image", image.display()))?;
+    f.set_len(size).with_context(|| format!("{}: sizing image", image.display()))?;
     drop(f);
-    run(Command::new("mkfs.ext4")
-        .args(["-F", "-q", "-m", "0"])
-        .args(extra)
-        .arg(image))?;
+    run(Command::new("mkfs.ext4").args(["-F", "-q", "-m", "0"]).args(extra).arg(image))?;
     Ok(())
 }
 

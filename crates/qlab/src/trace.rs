@@ -81,11 +81,7 @@ pub struct ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "trace line {}: {}: {:?}",
-            self.line_no, self.reason, self.line
-        )
+        write!(f, "trace line {}: {}: {:?}", self.line_no, self.reason, self.line)
     }
 }
 
@@ -99,11 +95,7 @@ const COMPLETE: &str = ": block_rq_complete: ";
 /// A `[LOST N EVENTS]` marker makes this return an error, because a trace
 /// with lost events cannot be priced honestly.
 pub fn parse_line(line: &str) -> Result<Option<Request>, ParseError> {
-    let err = |reason| ParseError {
-        line_no: 0,
-        reason,
-        line: line.to_string(),
-    };
+    let err = |reason| ParseError { line_no: 0, reason, line: line.to_string() };
     let trimmed = line.trim_end();
     if trimmed.contains("LOST") && trimmed.contains("EVENTS") {
         return Err(err("the ring buffer lost events"));
@@ -131,25 +123,16 @@ pub fn parse_line(line: &str) -> Result<Option<Request>, ParseError> {
     let rest = &head[lb + 2..];
     let rb = rest.find(']').ok_or_else(|| err("unterminated [cpu]"))?;
     let cpu: u32 = rest[..rb].trim().parse().map_err(|_| err("bad cpu"))?;
-    let ts = rest[rb + 1..]
-        .split_whitespace()
-        .last()
-        .ok_or_else(|| err("no timestamp"))?;
+    let ts = rest[rb + 1..].split_whitespace().last().ok_or_else(|| err("no timestamp"))?;
     let time_ns = parse_timestamp(ts).ok_or_else(|| err("bad timestamp"))?;
 
     // Body: "maj,min rwbs [bytes] (cmd) sector + sectors [ioprio] [comm]".
     let open = body.find(" (").ok_or_else(|| err("no (cmd) field"))?;
-    let close = body[open..]
-        .find(')')
-        .map(|c| c + open)
-        .ok_or_else(|| err("unterminated (cmd)"))?;
+    let close = body[open..].find(')').map(|c| c + open).ok_or_else(|| err("unterminated (cmd)"))?;
     let mut pre = body[..open].split_whitespace();
     let devs = pre.next().ok_or_else(|| err("no device"))?;
     let (maj, min) = devs.split_once(',').ok_or_else(|| err("bad device"))?;
-    let dev = (
-        maj.parse().map_err(|_| err("bad major"))?,
-        min.parse().map_err(|_| err("bad minor"))?,
-    );
+    let dev = (maj.parse().map_err(|_| err("bad major"))?, min.parse().map_err(|_| err("bad minor"))?);
     let rwbs = pre.next().ok_or_else(|| err("no rwbs"))?.to_string();
     let bytes = match pre.next() {
         Some(b) => Some(b.parse().map_err(|_| err("bad byte count"))?),
@@ -166,37 +149,16 @@ pub fn parse_line(line: &str) -> Result<Option<Request>, ParseError> {
     }
     let comm = post[cb + 1..comm_end].to_string();
     let mut f = post[..cb].split_whitespace();
-    let sector: u64 = f
-        .next()
-        .ok_or_else(|| err("no sector"))?
-        .parse()
-        .map_err(|_| err("bad sector"))?;
+    let sector: u64 = f.next().ok_or_else(|| err("no sector"))?.parse().map_err(|_| err("bad sector"))?;
     if f.next() != Some("+") {
         return Err(err("no '+' between sector and length"));
     }
-    let sectors: u64 = f
-        .next()
-        .ok_or_else(|| err("no length"))?
-        .parse()
-        .map_err(|_| err("bad length"))?;
+    let sectors: u64 = f.next().ok_or_else(|| err("no length"))?.parse().map_err(|_| err("bad length"))?;
     let ioprio = f.next().map(str::to_string);
     if f.next().is_some() {
         return Err(err("unexpected field after ioprio"));
     }
-    Ok(Some(Request {
-        kind,
-        task,
-        pid,
-        cpu,
-        time_ns,
-        dev,
-        rwbs,
-        bytes,
-        sector,
-        sectors,
-        ioprio,
-        comm,
-    }))
+    Ok(Some(Request { kind, task, pid, cpu, time_ns, dev, rwbs, bytes, sector, sectors, ioprio, comm }))
 }
 
 fn parse_timestamp(ts: &str) -> Option<u64> {
@@ -206,11 +168,7 @@ fn parse_timestamp(ts: &str) -> Option<u64> {
         return None;
     }
     let secs: u64 = s.parse().ok()?;
-    let mut ns: u64 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().ok()?
-    };
+    let mut ns: u64 = if frac.is_empty() { 0 } else { frac.parse().ok()? };
     for _ in frac.len()..9 {
         ns *= 10;
     }
@@ -237,11 +195,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<Request>, ParseError> {
 /// The issue events of a trace, sorted by time (stable), as the disk model
 /// wants them.
 pub fn issues(reqs: &[Request]) -> Vec<Request> {
-    let mut v: Vec<Request> = reqs
-        .iter()
-        .filter(|r| r.kind == EventKind::Issue)
-        .cloned()
-        .collect();
+    let mut v: Vec<Request> = reqs.iter().filter(|r| r.kind == EventKind::Issue).cloned().collect();
     v.sort_by_key(|r| r.time_ns);
     v
 }
@@ -299,10 +253,7 @@ mod tests {
         // The LAB.md example and the pre-6.x format (no ioprio field).
         let l = "tar-8107 [001] ..... 554.891910: block_rq_issue: 7,0 RA 131072 () 4194568 + 256 be,0,4 [tar]";
         let r = parse_line(l).unwrap().unwrap();
-        assert_eq!(
-            (r.sector, r.sectors, r.time_ns),
-            (4194568, 256, 554_891_910_000)
-        );
+        assert_eq!((r.sector, r.sectors, r.time_ns), (4194568, 256, 554_891_910_000));
         let old = "  Web Content-1234  [000] d..1.  12.5: block_rq_issue: 8,16 R 4096 () 2048 + 8 [Web Content]";
         let r = parse_line(old).unwrap().unwrap();
         assert_eq!(r.task, "Web Content");
@@ -327,9 +278,6 @@ mod tests {
         assert!(parse_line("CPU:1 [LOST 42 EVENTS]").is_err());
         let e = parse_trace("# h\nbogus-1 [000] 1.0: block_rq_issue: 7 RA\n").unwrap_err();
         assert_eq!(e.line_no, 2);
-        assert_eq!(
-            parse_line("x-1 [000] ..... 1.0: sched_switch: foo").unwrap(),
-            None
-        );
+        assert_eq!(parse_line("x-1 [000] ..... 1.0: sched_switch: foo").unwrap(), None);
     }
 }

@@ -39,9 +39,7 @@ pub enum TraceError {
     #[error("mounting tracefs on {TRACEFS} failed: {0}")]
     Mount(String),
     /// The ring buffer lost events.
-    #[error(
-        "{path}: trace lost events (overrun {overrun}, dropped {dropped}); raise buffer_size_kb"
-    )]
+    #[error("{path}: trace lost events (overrun {overrun}, dropped {dropped}); raise buffer_size_kb")]
     Lost {
         /// The per-CPU stats file that reported it.
         path: PathBuf,
@@ -56,10 +54,7 @@ pub enum TraceError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> TraceError + '_ {
-    move |source| TraceError::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    move |source| TraceError::Io { path: path.to_path_buf(), source }
 }
 
 /// Options of a capture.
@@ -73,19 +68,13 @@ pub struct CaptureOptions {
 
 impl Default for CaptureOptions {
     fn default() -> Self {
-        CaptureOptions {
-            buffer_size_kb: 16384,
-            complete: true,
-        }
+        CaptureOptions { buffer_size_kb: 16384, complete: true }
     }
 }
 
 /// The (major, minor) numbers of a block device node such as `/dev/loop3`.
 pub fn device_numbers(path: &Path) -> Result<(u32, u32), TraceError> {
-    let st = rustix::fs::stat(path).map_err(|e| TraceError::Io {
-        path: path.to_path_buf(),
-        source: e.into(),
-    })?;
+    let st = rustix::fs::stat(path).map_err(|e| TraceError::Io { path: path.to_path_buf(), source: e.into() })?;
     Ok((rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev)))
 }
 
@@ -99,9 +88,7 @@ pub fn ensure_tracefs() -> Result<(), TraceError> {
         .output()
         .map_err(|e| TraceError::Mount(e.to_string()))?;
     if !out.status.success() {
-        return Err(TraceError::Mount(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
+        return Err(TraceError::Mount(String::from_utf8_lossy(&out.stderr).trim().to_string()));
     }
     Ok(())
 }
@@ -129,10 +116,7 @@ impl Capture {
     pub fn start(dev: (u32, u32), opts: &CaptureOptions) -> Result<Capture, TraceError> {
         ensure_tracefs()?;
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
-        let dir =
-            Path::new(TRACEFS)
-                .join("instances")
-                .join(format!("qlab{}-{}", std::process::id(), n));
+        let dir = Path::new(TRACEFS).join("instances").join(format!("qlab{}-{}", std::process::id(), n));
         fs::create_dir(&dir).map_err(io_err(&dir))?;
         let mut cap = Capture {
             dir: dir.clone(),
@@ -141,10 +125,7 @@ impl Capture {
             reader: None,
             done: false,
         };
-        write(
-            &dir.join("buffer_size_kb"),
-            &opts.buffer_size_kb.to_string(),
-        )?;
+        write(&dir.join("buffer_size_kb"), &opts.buffer_size_kb.to_string())?;
         let filter = format!("dev == {}", (u64::from(dev.0) << 20) | u64::from(dev.1));
         let mut names = vec!["block_rq_issue"];
         if opts.complete {
@@ -161,10 +142,7 @@ impl Capture {
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )
-        .map_err(|e| TraceError::Io {
-            path: pipe.clone(),
-            source: e.into(),
-        })?
+        .map_err(|e| TraceError::Io { path: pipe.clone(), source: e.into() })?
         .into();
         let stop = cap.stop.clone();
         cap.reader = Some(std::thread::spawn(move || drain(file, &stop)));
@@ -199,10 +177,7 @@ impl Capture {
         let bytes = match self.reader.take() {
             Some(h) => h
                 .join()
-                .map_err(|_| TraceError::Io {
-                    path: pipe.clone(),
-                    source: io::Error::other("reader thread panicked"),
-                })?
+                .map_err(|_| TraceError::Io { path: pipe.clone(), source: io::Error::other("reader thread panicked") })?
                 .map_err(io_err(&pipe))?,
             None => Vec::new(),
         };
@@ -218,19 +193,12 @@ impl Capture {
             let stats = e.path().join("stats");
             let text = fs::read_to_string(&stats).map_err(io_err(&stats))?;
             let field = |name: &str| {
-                text.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .and_then(|v| v.trim().parse::<u64>().ok())
-                    .unwrap_or(0)
+                text.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(0)
             };
             let overrun = field("overrun:");
             let dropped = field("dropped events:");
             if overrun != 0 || dropped != 0 {
-                return Err(TraceError::Lost {
-                    path: stats,
-                    overrun,
-                    dropped,
-                });
+                return Err(TraceError::Lost { path: stats, overrun, dropped });
             }
         }
         Ok(())
@@ -248,10 +216,7 @@ impl Capture {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err(TraceError::Io {
-            path: self.dir.clone(),
-            source: last.unwrap_or_else(|| io::Error::other("rmdir failed")),
-        })
+        Err(TraceError::Io { path: self.dir.clone(), source: last.unwrap_or_else(|| io::Error::other("rmdir failed")) })
     }
 }
 

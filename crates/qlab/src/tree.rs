@@ -64,14 +64,7 @@ pub struct SizeDist {
 
 impl Default for SizeDist {
     fn default() -> Self {
-        SizeDist {
-            median: 6144.0,
-            sigma: 1.3,
-            tail_p: 0.03,
-            tail_min: 65536.0,
-            tail_alpha: 1.2,
-            max: 64 << 20,
-        }
+        SizeDist { median: 6144.0, sigma: 1.3, tail_p: 0.03, tail_min: 65536.0, tail_alpha: 1.2, max: 64 << 20 }
     }
 }
 
@@ -131,10 +124,7 @@ pub fn synthetic(seed: u64, files: usize, target_bytes: u64) -> TreePlan {
         .map(|j| {
             let d = rng.below(ndirs as u64) as usize;
             let ext = EXTS[rng.below(EXTS.len() as u64) as usize];
-            TreeFile {
-                path: dirs[d].join(format!("f{j:06}.{ext}")),
-                size: dist.sample(&mut rng),
-            }
+            TreeFile { path: dirs[d].join(format!("f{j:06}.{ext}")), size: dist.sample(&mut rng) }
         })
         .collect();
     let total: u64 = out.iter().map(|f| f.size).sum();
@@ -144,11 +134,7 @@ pub fn synthetic(seed: u64, files: usize, target_bytes: u64) -> TreePlan {
             f.size = ((f.size as f64 * scale).round() as u64).max(1);
         }
     }
-    TreePlan {
-        dirs,
-        files: out,
-        seed,
-    }
+    TreePlan { dirs, files: out, seed }
 }
 
 /// Random file contents: a block of ChaCha output that files take slices of,
@@ -184,8 +170,7 @@ impl Data {
 pub fn write_file(root: &Path, f: &TreeFile, id: u64, data: &Data) -> Result<()> {
     let p = root.join(&f.path);
     let mut file = fs::File::create(&p).with_context(|| format!("{}: creating", p.display()))?;
-    data.write(id, f.size, &mut file)
-        .with_context(|| format!("{}: writing", p.display()))?;
+    data.write(id, f.size, &mut file).with_context(|| format!("{}: writing", p.display()))?;
     Ok(())
 }
 
@@ -221,11 +206,7 @@ mod tests {
         assert_eq!(first, PINNED);
     }
 
-    const PINNED: [u64; 3] = [
-        7424550030962593201,
-        1482817706323250795,
-        11004592982271133285,
-    ];
+    const PINNED: [u64; 3] = [7424550030962593201, 1482817706323250795, 11004592982271133285];
 
     #[test]
     fn sizes_are_heavy_tailed() {
@@ -237,9 +218,6 @@ mod tests {
         assert!((5000..7500).contains(&median), "median {median}");
         let total: u64 = v.iter().sum();
         let top1: u64 = v[v.len() * 99 / 100..].iter().sum();
-        assert!(
-            top1 as f64 > 0.25 * total as f64,
-            "top 1% holds {top1} of {total}"
-        );
+        assert!(top1 as f64 > 0.25 * total as f64, "top 1% holds {top1} of {total}");
     }
 }

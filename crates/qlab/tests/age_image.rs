@@ -24,10 +24,7 @@ fn aged_tree_is_intact_and_more_fragmented_than_clean() {
     if !require_root("aged_tree_is_intact_and_more_fragmented_than_clean") {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("qlab-age-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let tmp = tempfile::Builder::new().prefix("qlab-age-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let src = tmp.path().join("src");
     std::fs::create_dir(&src).unwrap();
     let plan = tree::synthetic(3, 400, 12 << 20);
@@ -42,11 +39,7 @@ fn aged_tree_is_intact_and_more_fragmented_than_clean() {
             let items: Vec<TreeItem> = plan
                 .files
                 .iter()
-                .map(|f| TreeItem {
-                    rel: f.path.clone(),
-                    size: f.size,
-                    src: Some(src.join(&f.path)),
-                })
+                .map(|f| TreeItem { rel: f.path.clone(), size: f.size, src: Some(src.join(&f.path)) })
                 .collect();
             let mut p = AgeParams::new(77, fs_capacity(&mnt).unwrap());
             p.churn_factor = 1.5;
@@ -58,11 +51,7 @@ fn aged_tree_is_intact_and_more_fragmented_than_clean() {
             run(Command::new("cp").arg("-a").arg(&src).arg(mnt.join("tree"))).unwrap();
         }
         // Byte-for-byte the same tree.
-        run(Command::new("diff")
-            .arg("-r")
-            .arg(&src)
-            .arg(mnt.join("tree")))
-        .unwrap();
+        run(Command::new("diff").arg("-r").arg(&src).arg(mnt.join("tree"))).unwrap();
         let s = layout_stats(&filefrag(&files_under(&mnt.join("tree"))).unwrap());
         m.unmount().unwrap();
         s
@@ -72,12 +61,8 @@ fn aged_tree_is_intact_and_more_fragmented_than_clean() {
     assert_eq!(clean.files, 400);
     assert_eq!(aged.files, 400);
     assert!(
-        aged.layout_score < clean.layout_score
-            || aged.interfile_contiguity < clean.interfile_contiguity,
+        aged.layout_score < clean.layout_score || aged.interfile_contiguity < clean.interfile_contiguity,
         "aging left the layout as good as a fresh copy: {aged:?} vs {clean:?}"
     );
-    assert!(
-        aged.interfile_contiguity < 0.8 * clean.interfile_contiguity,
-        "{aged:?} vs {clean:?}"
-    );
+    assert!(aged.interfile_contiguity < 0.8 * clean.interfile_contiguity, "{aged:?} vs {clean:?}");
 }

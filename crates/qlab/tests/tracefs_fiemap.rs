@@ -15,10 +15,7 @@ fn captured_sectors_match_fiemap() {
     if !require_root("captured_sectors_match_fiemap") {
         return;
     }
-    let tmp = tempfile::Builder::new()
-        .prefix("qlab-trace-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let tmp = tempfile::Builder::new().prefix("qlab-trace-").tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let img = tmp.path().join("t.img");
     mkfs_ext4(&img, 256 << 20, &["-b", "4096"]).unwrap();
     let mnt = tmp.path().join("mnt");
@@ -53,42 +50,24 @@ fn captured_sectors_match_fiemap() {
     let m = Mount::new(&lp.dev, &mnt, Some("ext4"), "ro,noload").unwrap();
     let file = mnt.join("target");
     let maps = filefrag(std::slice::from_ref(&file)).unwrap();
-    let fiemap: Vec<(u64, u64)> = maps[0]
-        .extents
-        .iter()
-        .map(|e| (e.physical / 512, e.len / 512))
-        .collect();
+    let fiemap: Vec<(u64, u64)> = maps[0].extents.iter().map(|e| (e.physical / 512, e.len / 512)).collect();
     assert_eq!(fiemap.iter().map(|e| e.1).sum::<u64>(), 24 * 512);
     drop_caches().unwrap();
     let dev = device_numbers(&lp.dev).unwrap();
     let ((), _text, reqs) = capture(dev, &CaptureOptions::default(), || {
-        run(Command::new("dd")
-            .arg(format!("if={}", file.display()))
-            .args(["of=/dev/null", "bs=1M", "iflag=direct"]))
-        .unwrap();
+        run(Command::new("dd").arg(format!("if={}", file.display())).args(["of=/dev/null", "bs=1M", "iflag=direct"]))
+            .unwrap();
     })
     .unwrap();
-    assert!(
-        reqs.iter().all(|r| r.dev == dev),
-        "filter let other devices through"
-    );
+    assert!(reqs.iter().all(|r| r.dev == dev), "filter let other devices through");
     let data: Vec<(u64, u64)> = reqs
         .iter()
-        .filter(|r| {
-            r.kind == EventKind::Issue && r.comm == "dd" && r.is_read() && !r.rwbs.contains('M')
-        })
+        .filter(|r| r.kind == EventKind::Issue && r.comm == "dd" && r.is_read() && !r.rwbs.contains('M'))
         .map(|r| (r.sector, r.sectors))
         .collect();
     assert!(!data.is_empty(), "no data reads captured");
-    assert_eq!(
-        merged(&data),
-        merged(&fiemap),
-        "captured reads differ from FIEMAP"
-    );
-    let completes = reqs
-        .iter()
-        .filter(|r| r.kind == EventKind::Complete)
-        .count();
+    assert_eq!(merged(&data), merged(&fiemap), "captured reads differ from FIEMAP");
+    let completes = reqs.iter().filter(|r| r.kind == EventKind::Complete).count();
     assert!(completes >= data.len(), "missing completions");
     m.unmount().unwrap();
 }
