@@ -399,7 +399,7 @@ run_suite() {
 		setpriv --reuid="$user" --regid="$(id -gn "$user")" --clear-groups test -x "$QTAR_PATH" ||
 			die "user $user cannot execute $QTAR_PATH (set QTAR_GNUSUITE_USER=root to run the tests as root)"
 	fi
-	rm -rf "$TESTS/testsuite.dir" "$TESTS/testsuite.log" "$TESTS/.badversion"
+	rm -rf "$TESTS/testsuite.dir" "$TESTS/testsuite.log"
 	log "running testsuite ($name) as $user with -j$JOBS"
 	local rc=0
 	(cd "$TESTS" && "${prefix[@]}" env PATH="$PATH" ./testsuite -j"$JOBS" AUTOTEST_PATH="$WRAPDIR" "$@") \
@@ -446,6 +446,10 @@ main_run() {
 	mkdir -p "$RESULTS" "$WRAPDIR"
 	: >"$WRAPDIR/route.log"
 	make_wrapper "$qtar" "$WRAPDIR" "$WRAPDIR/route.log" "$probe"
+	# version.at leaves .badversion when `tar --version` is wrong: atlocal
+	# then marks every later test as an expected failure. It is kept for the
+	# privileged run (which does not repeat version.at).
+	rm -f "$TESTS/.badversion"
 	local start end user
 	start=$(date +%s)
 	if ((IS_ROOT)) && [[ $TEST_USER != root ]]; then
@@ -478,10 +482,6 @@ main_run() {
 	((to_qtar > 0)) || die "no tar invocation was routed to qtar: the wrapper is not in use"
 }
 
-known_failures() {
-	grep -vE '^(#|$)' "$KNOWN_FILE"
-}
-
 check_baseline() {
 	[[ -f $BASELINE_FILE ]] || die "no $BASELINE_FILE (create it with --update-baseline)"
 	[[ -f $KNOWN_FILE ]] || die "no $KNOWN_FILE (create it with --update-baseline)"
@@ -489,21 +489,23 @@ check_baseline() {
 	baseline=$(grep -vE '^(#|$)' "$BASELINE_FILE")
 	[[ $baseline =~ ^[0-9]+$ ]] || die "$BASELINE_FILE does not hold a number"
 	passed=$(sed -n -E '1s/^gnu-tar-suite: ([0-9]+) passed.*/\1/p' "$CACHE/summary.txt")
+	grep -vE '^(#|$)' "$KNOWN_FILE" | LC_ALL=C sort -u >"$RESULTS/known.sorted"
+	LC_ALL=C sort -u "$CACHE/failures.txt" >"$RESULTS/failures.sorted"
 	while IFS= read -r t; do
-		if ! known_failures | grep -qxF -- "$t"; then
-			log "NEW FAILURE (not in tests/gnu-tar/known-failures): $t"
-			status=1
-		fi
-	done <"$CACHE/failures.txt"
+		log "NEW FAILURE (not in tests/gnu-tar/known-failures): $t"
+		status=1
+	done < <(LC_ALL=C comm -13 "$RESULTS/known.sorted" "$RESULTS/failures.sorted")
 	while IFS= read -r t; do
-		grep -qxF -- "$t" "$CACHE/failures.txt" ||
-			log "now passing or skipped, remove from known-failures (--update-baseline): $t"
-	done < <(known_failures)
+		log "now passing or skipped, remove from known-failures (--update-baseline): $t"
+	done < <(LC_ALL=C comm -23 "$RESULTS/known.sorted" "$RESULTS/failures.sorted")
 	if ((passed < baseline)); then
 		log "FAIL: $passed tests passed, below the baseline of $baseline"
 		status=1
 	elif ((passed > baseline)); then
 		log "$passed tests passed, above the baseline of $baseline: raise it with --update-baseline"
+	fi
+	if ((status == 0)); then
+		log "OK: $passed passed (baseline $baseline), no failures outside known-failures"
 	fi
 	return $status
 }
