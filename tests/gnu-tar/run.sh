@@ -117,7 +117,9 @@ ensure_packages() {
 }
 
 have_tar_source_index() {
-	apt-cache showsrc tar 2>/dev/null | grep -q "^Version: $DEB_VERSION\$"
+	local index
+	index=$(apt-cache showsrc tar 2>/dev/null) || return 1
+	grep -q "^Version: $DEB_VERSION\$" <<<"$index"
 }
 
 # Add deb-src entries derived from the machine's deb entries: a fresh Debian
@@ -125,16 +127,21 @@ have_tar_source_index() {
 ensure_deb_src() {
 	have_tar_source_index && return
 	((IS_ROOT)) || die "no deb-src entry for tar $DEB_VERSION; as root this script adds one"
-	local deb822=/etc/apt/sources.list.d/debian.sources
-	local out=/etc/apt/sources.list.d/qtar-gnusuite-src
+	# apt's own idea of its source files (APT_CONFIG may move them).
+	local parts list
+	parts=$(apt-config shell X Dir::Etc::sourceparts/d | sed -n "s/^X='\(.*\)'\$/\1/p")
+	list=$(apt-config shell X Dir::Etc::sourcelist/f | sed -n "s/^X='\(.*\)'\$/\1/p")
+	[[ -d $parts ]] || die "apt's Dir::Etc::sourceparts '$parts' is not a directory"
+	local deb822=${parts%/}/debian.sources
+	local out=${parts%/}/qtar-gnusuite-src
 	if [[ -f $deb822 ]]; then
 		log "adding $out.sources (deb-src copy of $deb822)"
 		sed -e 's/^Types:.*$/Types: deb-src/' "$deb822" >"$out.sources"
-	elif [[ -f /etc/apt/sources.list ]] && grep -q '^deb ' /etc/apt/sources.list; then
-		log "adding $out.list (deb-src copy of /etc/apt/sources.list)"
-		sed -n -e 's/^deb /deb-src /p' /etc/apt/sources.list >"$out.list"
+	elif [[ -f $list ]] && grep -q '^deb ' "$list"; then
+		log "adding $out.list (deb-src copy of $list)"
+		sed -n -e 's/^deb /deb-src /p' "$list" >"$out.list"
 	else
-		die "cannot derive a deb-src entry: neither $deb822 nor deb lines in /etc/apt/sources.list"
+		die "cannot derive a deb-src entry: neither $deb822 nor deb lines in $list"
 	fi
 	apt-get update >"$CACHE/apt-update.log" 2>&1 || die "apt-get update failed, see $CACHE/apt-update.log"
 	have_tar_source_index || die "apt has no source package tar $DEB_VERSION even after adding deb-src"
@@ -185,7 +192,7 @@ build_tar() {
 	grep -q 'test `uname` = "Linux" || exit 77' "$SRC/tests/testsuite" ||
 		die "$SRC/tests/testsuite lacks Debian's listed03 patch: it was not regenerated"
 	local v
-	v=$("$SRC/src/tar" --version | sed 1q)
+	v=$("$SRC/src/tar" --version | sed -n 1p)
 	[[ $v == "tar (GNU tar) $UPSTREAM_VERSION" ]] || die "built $SRC/src/tar says '$v'"
 	touch "$SRC/.qtar-built"
 }
@@ -570,7 +577,7 @@ check) check_baseline ;;
 update-baseline) update_baseline ;;
 reference)
 	{
-		echo "# GNU tar $UPSTREAM_VERSION ($QTAR_PATH, $("$QTAR_PATH" --version | sed 1q)) run as \"qtar\""
+		echo "# GNU tar $UPSTREAM_VERSION ($QTAR_PATH, $("$QTAR_PATH" --version | sed -n 1p)) run as \"qtar\""
 		echo "# against its own testsuite (Debian $DEB_VERSION) by tests/gnu-tar/run.sh --reference."
 		sed -n 1,3p "$CACHE/summary.txt"
 		echo "failing tests:"
