@@ -150,6 +150,9 @@ pub struct Args {
     /// Don't replace existing files when extracting.
     #[arg(short = 'k', long = "keep-old-files")]
     pub keep_old_files: bool,
+    /// Write a V7 archive (GNU's `--old-archive`, `--portability`).
+    #[arg(short = 'o', long = "old-archive", visible_alias = "portability")]
+    pub old_archive: bool,
     /// Print program version.
     #[arg(long = "version")]
     pub version: bool,
@@ -199,9 +202,27 @@ pub fn expand_old_style(argv: Vec<OsString>) -> Vec<OsString> {
     out
 }
 
+/// Inserts the options of `TAR_OPTIONS` (split at white space) before the
+/// command-line arguments, as GNU tar does.
+pub fn with_tar_options(argv: Vec<OsString>, env: Option<OsString>) -> Vec<OsString> {
+    let Some(env) = env else { return argv };
+    let mut it = expand_old_style(argv).into_iter();
+    let mut out: Vec<OsString> = it.next().into_iter().collect();
+    out.extend(
+        env.as_bytes()
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(|w| OsString::from_vec(w.to_vec())),
+    );
+    out.extend(it);
+    out
+}
+
 /// Parses the command line; `Err` carries clap's message (usage errors exit 2, like GNU tar).
 pub fn parse(argv: Vec<OsString>) -> Result<(Args, Vec<Operand>), clap::Error> {
     let argv = expand_old_style(argv);
+    // Already expanded by `with_tar_options` when TAR_OPTIONS is set: a second
+    // expansion is a no-op because the first argument then starts with `-`.
     let matches = Args::command().try_get_matches_from(argv)?;
     let args = Args::from_arg_matches(&matches)?;
     // Pair each operand with the last -C before it.

@@ -44,6 +44,9 @@ fn compression(args: &Args) -> Compression {
 }
 
 fn format(args: &Args) -> Result<Format, String> {
+    if args.old_archive && args.format.is_none() {
+        return Ok(Format::V7);
+    }
     Ok(match args.format.as_deref() {
         None | Some("gnu") => Format::Gnu,
         Some("oldgnu") => Format::OldGnu,

@@ -18,6 +18,7 @@ use args::Args;
 pub fn main(argv: Vec<OsString>) -> ExitCode {
     let argv0 = argv.first().cloned().unwrap_or_else(|| "qtar".into());
     let diag = Diag::new(&argv0);
+    let argv = args::with_tar_options(argv, std::env::var_os("TAR_OPTIONS"));
     let (args, operands) = match args::parse(argv) {
         Ok(p) => p,
         Err(e) => {
@@ -52,13 +53,17 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
 
 fn print_version(diag: &Diag) {
     // GNU's testsuite (version.at) checks the first line when we run as `tar`.
-    if diag.prog() == "tar" {
-        println!("tar (GNU tar) 1.34");
+    let first = if diag.prog() == "tar" {
+        "tar (GNU tar) 1.34".to_string()
     } else {
-        println!("{} (qtar) {}", diag.prog(), env!("CARGO_PKG_VERSION"));
-    }
-    println!("qtar {}: a GNU tar 1.34 compatible archiver that reads files in disk order.", env!("CARGO_PKG_VERSION"));
-    println!("License MIT OR Apache-2.0.");
+        format!("{} (qtar) {}", diag.prog(), env!("CARGO_PKG_VERSION"))
+    };
+    let text = format!(
+        "{first}\nqtar {}: a GNU tar 1.34 compatible archiver that reads files in disk order.\nLicense MIT OR Apache-2.0.\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    // A reader that stops early (`| sed 1q`) is not an error.
+    let _ = io::stdout().lock().write_all(text.as_bytes());
 }
 
 /// The archive name: `-f`, else `$TAPE`, else standard input/output.

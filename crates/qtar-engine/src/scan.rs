@@ -15,6 +15,9 @@ use crate::layout::KeySpace;
 use crate::meta::Meta;
 use crate::tree::{DataKey, NONE, Tree, state};
 
+/// Metadata jobs handed to a worker at once.
+const BATCH: usize = 32;
+
 /// Paths longer than this are opened a few components at a time, so names of
 /// any length (beyond `PATH_MAX`) work.
 const CHUNK: usize = 3072;
@@ -47,6 +50,8 @@ struct Job {
     rel: Vec<u8>,
     /// Where the last component starts in `rel`.
     name_at: usize,
+    /// The type `getdents` reported.
+    hint: FileKind,
 }
 
 enum Outcome {
@@ -99,13 +104,17 @@ impl<'a> Scan<'a> {
         let n = &self.tree.nodes[node as usize];
         let rel = self.tree.rel(node);
         let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-        Job { node, parent: n.parent, root: u32::from(n.root), op, rel, name_at }
+        Job { node, parent: n.parent, root: u32::from(n.root), op, rel, name_at, hint: FileKind::Unknown }
     }
 
     /// Runs the pass from the given (already stat-ed) root directories.
+    ///
+    /// Jobs leave the elevator in batches of up to [`BATCH`] consecutive
+    /// positions, so the cost of handing work to a thread is paid once per
+    /// batch rather than once per `statx`; `depth` batches are in flight.
     pub fn run(&mut self, roots: Arc<Roots>, root_dirs: &[u32]) {
-        let (job_tx, job_rx) = chan::unbounded::<Job>();
-        let (done_tx, done_rx) = chan::unbounded::<Done>();
+        let (job_tx, job_rx) = chan::unbounded::<Vec<Job>>();
+        let (done_tx, done_rx) = chan::unbounded::<Vec<Done>>();
         let mut elevator: Elevator<Job> = Elevator::new();
         for &r in root_dirs {
             let ino = self.tree.nodes[r as usize].ino;
@@ -121,10 +130,15 @@ impl<'a> Scan<'a> {
                 let bytes_keys = matches!(self.keys, KeySpace::Bytes(_));
                 s.spawn(move || {
                     let mut w = Worker { roots, cfg, bytes_keys, dirs: HashMap::new(), reader: DirReader::default() };
-                    for job in job_rx {
-                        let node = job.node;
-                        let result = w.run(job);
-                        if done_tx.send(Done { node, result }).is_err() {
+                    for batch in job_rx {
+                        let done: Vec<Done> = batch
+                            .into_iter()
+                            .map(|job| {
+                                let node = job.node;
+                                Done { node, result: w.run(job) }
+                            })
+                            .collect();
+                        if done_tx.send(done).is_err() {
                             break;
                         }
                     }
@@ -133,11 +147,9 @@ impl<'a> Scan<'a> {
             drop(done_tx);
             let mut in_flight = 0usize;
             loop {
-                while in_flight < self.cfg.depth.max(1) {
-                    let Some((_, job)) = elevator.pop() else {
-                        break;
-                    };
-                    job_tx.send(job).expect("workers alive");
+                while in_flight < self.cfg.depth.max(1) && !elevator.is_empty() {
+                    let batch: Vec<Job> = std::iter::from_fn(|| elevator.pop().map(|(_, j)| j)).take(BATCH).collect();
+                    job_tx.send(batch).expect("workers alive");
                     in_flight += 1;
                 }
                 if in_flight == 0 {
@@ -145,7 +157,9 @@ impl<'a> Scan<'a> {
                 }
                 let done = done_rx.recv().expect("workers alive");
                 in_flight -= 1;
-                self.complete(done, &mut elevator);
+                for d in done {
+                    self.complete(d, &mut elevator);
+                }
             }
             drop(job_tx);
         });
@@ -202,7 +216,9 @@ impl<'a> Scan<'a> {
                     }
                     let child = self.tree.add(id, u32::from(root), name, ino);
                     let key = self.stat_key(ino);
-                    elevator.push(key, self.job(child, JobOp::Stat));
+                    let mut job = self.job(child, JobOp::Stat);
+                    job.hint = kind;
+                    elevator.push(key, job);
                 }
             }
         }
@@ -271,6 +287,19 @@ impl Worker {
                 let bytes_keys = self.bytes_keys;
                 let name = job.rel[job.name_at..].to_vec();
                 let parent = self.parent_fd(&job).map_err(|e| (Op::Stat, e))?;
+                let nofollow = if follow { OFlags::empty() } else { OFlags::NOFOLLOW };
+                if want_keys && job.hint == FileKind::File {
+                    // A regular file by its directory entry: one open serves
+                    // both statx and FIEMAP.
+                    let flags = OFlags::RDONLY | nofollow | OFlags::NONBLOCK;
+                    if let Ok(fd) = qtar_sys::open_noatime(parent, &name, flags, ResolveFlags::empty()) {
+                        let meta = Meta::from_statx(&qtar_sys::statx_fd(&fd).map_err(|e| (Op::Stat, e))?);
+                        if meta.is_file() {
+                            let data = if meta.size == 0 { DataKey::Free } else { data_key(&fd) };
+                            return Ok(Outcome::Stat { meta, data, dir_key: None });
+                        }
+                    }
+                }
                 let st = qtar_sys::statx_at(parent, &name, follow).map_err(|e| (Op::Stat, e))?;
                 let meta = Meta::from_statx(&st);
                 let mut data = DataKey::None;
@@ -279,7 +308,6 @@ impl Worker {
                     data = if meta.size == 0 {
                         DataKey::Free
                     } else {
-                        let nofollow = if follow { OFlags::empty() } else { OFlags::NOFOLLOW };
                         // An unreadable file is still planned; the data pass
                         // reports it when it cannot open it.
                         match qtar_sys::open_noatime(
