@@ -22,7 +22,13 @@ fn gnu_tar_testsuite() {
     }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gnu-tar/run.sh");
     let qtar = env!("CARGO_BIN_EXE_qtar");
-    let status = Command::new("bash")
+    let mut cmd = Command::new("bash");
+    if std::env::var_os("QTAR_GNUSUITE_CACHE").is_none() {
+        // The suite runs as `nobody` when started as root: keep its build
+        // where that user can reach it, wherever the checkout is.
+        cmd.env("QTAR_GNUSUITE_CACHE", "/var/tmp/qtar-gnu-tar-suite");
+    }
+    let status = cmd
         .arg(&script)
         .arg("--qtar")
         .arg(qtar)
