@@ -296,6 +296,7 @@ impl Walk {
         };
         let tree = scan.tree;
         let (order, links, used) = plan::arrange(&tree, self.order, fallback, self.hard_links);
+        let admit = if used == OrderUsed::Physical { plan::admission(&tree, &order, &links) } else { Vec::new() };
         let prefetch = self.prefetch.unwrap_or(if solid { Prefetch::SOLID_STATE } else { Prefetch::ROTATIONAL });
         let root_paths = self.roots.into_iter().map(|(p, _)| p).collect();
         Ok(Plan {
@@ -309,6 +310,7 @@ impl Walk {
             rotational,
             follow_links: self.follow_links,
             prefetch,
+            admit,
         })
     }
 }

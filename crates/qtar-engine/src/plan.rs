@@ -78,6 +78,9 @@ pub struct Plan {
     pub(crate) rotational: Option<bool>,
     pub(crate) follow_links: bool,
     pub(crate) prefetch: crate::Prefetch,
+    /// Positions of the files with physical extents, by their first extent:
+    /// the order the data pass admits them into its sweep.
+    pub(crate) admit: Vec<u32>,
 }
 
 /// One planned entry.
@@ -150,10 +153,20 @@ impl<'p> Entry<'p> {
         self.plan.tree.nodes[self.node() as usize].state & state::OTHER_FS != 0
     }
 
+    /// The lowest and highest device byte offsets of the extents the data
+    /// pass reads, when known. Files are planned by the highest: that is when
+    /// a sweep has all of them.
+    pub fn physical_span(&self) -> Option<(u64, u64)> {
+        match self.plan.tree.nodes[self.node() as usize].data() {
+            DataKey::At { first, last } => Some((first, last)),
+            _ => None,
+        }
+    }
+
     /// The device byte offset where the data starts, when known.
     pub fn physical_offset(&self) -> Option<u64> {
         match self.plan.tree.nodes[self.node() as usize].data() {
-            DataKey::At(o) => Some(o),
+            DataKey::At { first, .. } => Some(first),
             _ => None,
         }
     }
@@ -293,7 +306,9 @@ pub(crate) fn arrange(
                     FileKind::Dir => dirs.push((tree.depth(id), id)),
                     FileKind::File => match (fallback, n.data()) {
                         (_, DataKey::Free) => free.push(id),
-                        (OrderUsed::Physical, DataKey::At(off)) => data.push((off, id)),
+                        // Emitted when the sweep has read all of it: by its
+                        // last extent. The reader admits it at its first.
+                        (OrderUsed::Physical, DataKey::At { last, .. }) => data.push((last, id)),
                         (OrderUsed::Physical | OrderUsed::Inode, _) => data.push((m.ino, id)),
                         _ => data.push((id as u64, id)),
                     },
@@ -372,4 +387,20 @@ pub(crate) fn arrange(
         }
     }
     (seq, links, used)
+}
+
+/// The admission order of the physical sweep: positions of the files with
+/// extents, sorted by their first extent.
+pub(crate) fn admission(tree: &Tree, seq: &[u32], links: &[u32]) -> Vec<u32> {
+    let mut v: Vec<(u64, u32)> = seq
+        .iter()
+        .enumerate()
+        .filter(|(pos, _)| links[*pos] == NONE)
+        .filter_map(|(pos, &id)| match tree.nodes[id as usize].data() {
+            DataKey::At { first, .. } => Some((first, pos as u32)),
+            _ => None,
+        })
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, pos)| pos).collect()
 }

@@ -2,7 +2,8 @@
 //! `FADV_WILLNEED` hints across the next files so the device queue never runs
 //! dry and the kernel's elevator has requests to merge and sort.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -46,22 +47,50 @@ pub struct Item<'p> {
 pub struct Reader<'p> {
     plan: &'p Plan,
     next: usize,
-    ahead: VecDeque<(usize, Option<io::Result<File>>)>,
-    open_next: usize,
-    ahead_bytes: u64,
     window: Prefetch,
+    mode: Mode,
 }
+
+enum Mode {
+    /// Hints whole files a window ahead, in plan order.
+    Window { ahead: VecDeque<(usize, Option<io::Result<File>>)>, open_next: usize, ahead_bytes: u64 },
+    /// Hints extents in physical order: a sweep over the device.
+    Sweep(Sweep),
+}
+
+/// The physical sweep of the data pass. Files are admitted (opened, their
+/// extents queued) in the order of their first extent, extents are hinted in
+/// device order, and files are handed out in the order of their last extent,
+/// so every extent is read once, when the sweep passes it, even for files
+/// scattered over the disk. The sweep runs `window.bytes` of device offsets
+/// ahead of the file being handed out.
+struct Sweep {
+    admit_next: usize,
+    open: HashMap<usize, io::Result<File>>,
+    /// (device offset, plan position, file offset, length), lowest offset first.
+    pending: BinaryHeap<Reverse<(u64, usize, u64, u64)>>,
+}
+
+/// Files kept open ahead of the one being handed out, at most.
+const MAX_OPEN: usize = 512;
 
 impl Plan {
     /// Reads the plan in order. Each regular file is opened (with `O_NOATIME`
-    /// where permitted) and hinted into the page cache a window ahead of use.
+    /// where permitted) and hinted into the page cache ahead of use: extent by
+    /// extent in device order when the plan is in physical order, file by file
+    /// otherwise.
     pub fn reader(&self) -> Reader<'_> {
         self.reader_with(self.prefetch)
     }
 
     /// [`Plan::reader`] with an explicit prefetch window.
     pub fn reader_with(&self, window: Prefetch) -> Reader<'_> {
-        Reader { plan: self, next: 0, ahead: VecDeque::new(), open_next: 0, ahead_bytes: 0, window }
+        let mode = if !self.admit.is_empty() && window.files > 0 {
+            Mode::Sweep(Sweep { admit_next: 0, open: HashMap::new(), pending: BinaryHeap::new() })
+        } else {
+            Mode::Window { ahead: VecDeque::new(), open_next: 0, ahead_bytes: 0 }
+        };
+        Reader { plan: self, next: 0, window, mode }
     }
 
     pub(crate) fn open_data(&self, pos: usize) -> io::Result<File> {
@@ -84,40 +113,102 @@ impl Plan {
         };
         Ok(File::from(fd))
     }
+
+    fn wants_data(&self, pos: usize) -> bool {
+        let e = self.get(pos).expect("in range");
+        e.meta().is_file() && e.hard_link_target().is_none()
+    }
 }
 
 impl<'p> Reader<'p> {
-    fn wants_data(&self, pos: usize) -> bool {
-        let e = self.plan.get(pos).expect("in range");
-        e.meta().is_file() && e.hard_link_target().is_none()
-    }
-
-    fn fill(&mut self) {
-        let len = self.plan.len();
-        while self.open_next < len {
-            let pos = self.open_next;
-            let too_far = self.ahead.len() >= self.window.files.max(1)
-                || (self.ahead_bytes >= self.window.bytes && !self.ahead.is_empty());
+    fn next_window(&mut self) -> (usize, Option<io::Result<File>>) {
+        let plan = self.plan;
+        let window = self.window;
+        let Mode::Window { ahead, open_next, ahead_bytes } = &mut self.mode else { unreachable!() };
+        let len = plan.len();
+        while *open_next < len {
+            let pos = *open_next;
+            let too_far = ahead.len() >= window.files.max(1) || (*ahead_bytes >= window.bytes && !ahead.is_empty());
             if too_far && pos > self.next {
                 break;
             }
-            self.open_next += 1;
-            if !self.wants_data(pos) {
-                self.ahead.push_back((pos, None));
+            *open_next += 1;
+            if !plan.wants_data(pos) {
+                ahead.push_back((pos, None));
                 continue;
             }
-            let file = self.plan.open_data(pos);
+            let file = plan.open_data(pos);
             if let Ok(f) = &file {
-                let size = self.plan.get(pos).expect("in range").meta().size;
-                let hint = size.min(self.window.bytes.max(1));
-                if self.window.files > 0 && self.plan.get(pos).expect("in range").needs_read() {
+                let e = plan.get(pos).expect("in range");
+                let hint = e.meta().size.min(window.bytes.max(1));
+                if window.files > 0 && e.needs_read() {
                     // Advice only: a failure costs speed, never correctness.
                     let _ = qtar_sys::fadvise(f, 0, hint, Advice::WillNeed);
-                    self.ahead_bytes += hint;
+                    *ahead_bytes += hint;
                 }
             }
-            self.ahead.push_back((pos, Some(file)));
+            ahead.push_back((pos, Some(file)));
         }
+        let (pos, file) = ahead.pop_front().expect("window holds the next entry");
+        let e = plan.get(pos).expect("in range");
+        if e.needs_read() && window.files > 0 {
+            *ahead_bytes = ahead_bytes.saturating_sub(e.meta().size.min(window.bytes.max(1)));
+        }
+        (pos, file)
+    }
+
+    fn next_sweep(&mut self) -> (usize, Option<io::Result<File>>) {
+        let plan = self.plan;
+        let pos = self.next;
+        let Mode::Sweep(sw) = &mut self.mode else { unreachable!() };
+        if !plan.wants_data(pos) {
+            return (pos, None);
+        }
+        let span = plan.get(pos).expect("in range").physical_span();
+        let Some((_, last)) = span else {
+            // No extents to sweep (empty, inline, unknown): open on demand.
+            return (pos, Some(plan.open_data(pos)));
+        };
+        let target = last.saturating_add(self.window.bytes);
+        // Admit every file whose first extent the sweep will reach.
+        while sw.admit_next < plan.admit.len() && sw.open.len() < MAX_OPEN {
+            let p = plan.admit[sw.admit_next] as usize;
+            let first = plan.get(p).and_then(|e| e.physical_span()).map_or(0, |s| s.0);
+            if first > target {
+                break;
+            }
+            sw.admit_next += 1;
+            if p < pos {
+                continue;
+            }
+            let file = plan.open_data(p);
+            if let Ok(f) = &file {
+                for e in qtar_sys::fiemap(f).unwrap_or_default().into_iter().filter(|e| e.needs_device_read()) {
+                    // Long extents are hinted a window at a time.
+                    let step = self.window.bytes.max(1 << 20);
+                    let mut off = 0;
+                    while off < e.length {
+                        let len = (e.length - off).min(step);
+                        sw.pending.push(Reverse((e.physical + off, p, e.logical + off, len)));
+                        off += len;
+                    }
+                }
+            }
+            sw.open.insert(p, file);
+        }
+        // Hint, in device order, every queued extent up to the target.
+        while let Some(Reverse((phys, p, logical, len))) = sw.pending.peek().copied() {
+            if phys > target {
+                break;
+            }
+            sw.pending.pop();
+            if let Some(Ok(f)) = sw.open.get(&p) {
+                // Advice only: a failure costs speed, never correctness.
+                let _ = qtar_sys::readahead(f, logical, len as usize);
+            }
+        }
+        let file = sw.open.remove(&pos).unwrap_or_else(|| plan.open_data(pos));
+        (pos, Some(file))
     }
 }
 
@@ -128,15 +219,13 @@ impl<'p> Iterator for Reader<'p> {
         if self.next >= self.plan.len() {
             return None;
         }
-        self.fill();
-        let (pos, file) = self.ahead.pop_front().expect("window holds the next entry");
+        let (pos, file) = match self.mode {
+            Mode::Window { .. } => self.next_window(),
+            Mode::Sweep(_) => self.next_sweep(),
+        };
         debug_assert_eq!(pos, self.next);
         self.next += 1;
         let entry = self.plan.get(pos).expect("in range");
-        if entry.needs_read() && self.window.files > 0 {
-            let size = entry.meta().size;
-            self.ahead_bytes = self.ahead_bytes.saturating_sub(size.min(self.window.bytes.max(1)));
-        }
         Some(match file {
             None => Ok(Item { entry, file: None }),
             Some(Ok(f)) => Ok(Item { entry, file: Some(f) }),

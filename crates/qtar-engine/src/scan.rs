@@ -327,8 +327,8 @@ impl Worker {
                         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW,
                         ResolveFlags::empty(),
                     ) {
-                        if let DataKey::At(off) = data_key(&fd) {
-                            dir_key = Some(off);
+                        if let DataKey::At { first, .. } = data_key(&fd) {
+                            dir_key = Some(first);
                         }
                     }
                 }
@@ -342,31 +342,30 @@ fn libc_enotdir() -> i32 {
     rustix::io::Errno::NOTDIR.raw_os_error()
 }
 
-/// Where a file's data starts, from its first extents.
+/// Where a file's data lies: the lowest and highest device offsets of the
+/// extents that need a read.
 pub(crate) fn data_key(fd: &impl AsFd) -> DataKey {
     use qtar_sys::ExtentFlags as F;
-    let classify = |ext: &[qtar_sys::Extent]| {
-        if let Some(e) = ext.iter().find(|e| e.needs_device_read()) {
-            Some(DataKey::At(e.physical))
-        } else if ext.iter().any(|e| e.flags.contains(F::UNKNOWN) && !e.flags.contains(F::DELALLOC)) {
-            Some(DataKey::Unknown)
-        } else if ext.is_empty() || ext.last().is_some_and(|e| e.flags.contains(F::LAST)) {
-            // Holes, inline data, delayed allocation (still in the page cache)
-            // and unwritten extents: reading costs no seek.
-            Some(DataKey::Free)
-        } else {
-            None
-        }
+    let complete = |ext: &[qtar_sys::Extent]| ext.is_empty() || ext.last().is_some_and(|e| e.flags.contains(F::LAST));
+    let ext = match qtar_sys::fiemap_range(fd, 0, u64::MAX, 8) {
+        Err(_) => return DataKey::NoFiemap,
+        Ok(ext) if complete(&ext) => ext,
+        // More than eight extents: look at them all.
+        Ok(_) => match qtar_sys::fiemap(fd) {
+            Ok(all) => all,
+            Err(_) => return DataKey::NoFiemap,
+        },
     };
-    match qtar_sys::fiemap_range(fd, 0, u64::MAX, 8) {
-        Err(_) => DataKey::NoFiemap,
-        Ok(ext) => classify(&ext).unwrap_or_else(|| {
-            // Eight extents that need no read, and more beyond: look at them all.
-            match qtar_sys::fiemap(fd) {
-                Ok(all) => classify(&all).unwrap_or(DataKey::Free),
-                Err(_) => DataKey::NoFiemap,
-            }
-        }),
+    let reads = ext.iter().filter(|e| e.needs_device_read());
+    let span = reads.fold(None, |acc: Option<(u64, u64)>, e| {
+        Some(acc.map_or((e.physical, e.physical), |(lo, hi)| (lo.min(e.physical), hi.max(e.physical))))
+    });
+    match span {
+        Some((first, last)) => DataKey::At { first, last },
+        None if ext.iter().any(|e| e.flags.contains(F::UNKNOWN) && !e.flags.contains(F::DELALLOC)) => DataKey::Unknown,
+        // Holes, inline data, delayed allocation (still in the page cache)
+        // and unwritten extents: reading costs no seek.
+        None => DataKey::Free,
     }
 }
 

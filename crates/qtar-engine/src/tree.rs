@@ -16,8 +16,15 @@ pub(crate) enum DataKey {
     None,
     /// Reading it costs no seek: empty, inline, delayed allocation, unwritten.
     Free,
-    /// The device byte offset of the first extent that needs a read.
-    At(u64),
+    /// The lowest and highest device byte offsets of the extents that need a
+    /// read: the data pass starts reading the file at `first` and has all of
+    /// it once its sweep passes `last`.
+    At {
+        /// Lowest extent offset.
+        first: u64,
+        /// Highest extent offset.
+        last: u64,
+    },
     /// FIEMAP works, but the file system did not say where (`UNKNOWN` extents
     /// that are not delayed allocations).
     Unknown,
@@ -46,6 +53,7 @@ pub(crate) struct Node {
     pub name_off: u64,
     pub ino: u64,
     data: u64,
+    last: u64,
     size: u64,
     blocks: u64,
     dev: u64,
@@ -112,7 +120,7 @@ impl Node {
             KEY_FREE => DataKey::Free,
             KEY_UNKNOWN => DataKey::Unknown,
             KEY_NO_FIEMAP => DataKey::NoFiemap,
-            off => DataKey::At(off),
+            first => DataKey::At { first, last: self.last },
         }
     }
 
@@ -123,7 +131,10 @@ impl Node {
             DataKey::Unknown => KEY_UNKNOWN,
             DataKey::NoFiemap => KEY_NO_FIEMAP,
             // Offsets this close to 2^64 do not exist on any device.
-            DataKey::At(off) => off.min(KEY_NO_FIEMAP - 1),
+            DataKey::At { first, last } => {
+                self.last = last;
+                first.min(KEY_NO_FIEMAP - 1)
+            }
         };
     }
 }
@@ -150,6 +161,7 @@ impl Tree {
             name_off: self.names.len() as u64,
             ino,
             data: KEY_NONE,
+            last: 0,
             size: 0,
             blocks: 0,
             dev: 0,

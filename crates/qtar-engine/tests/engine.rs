@@ -53,9 +53,9 @@ fn check_invariants(plan: &qtar_engine::Plan) {
             continue;
         }
         assert!(!seen_dir, "directories come last: {e:?}");
-        if let Some(off) = e.physical_offset() {
+        if let Some((_, off)) = e.physical_span() {
             if e.hard_link_target().is_none() {
-                assert!(off >= last_off, "data in physical order: {e:?} at {off} after {last_off}");
+                assert!(off >= last_off, "data by last extent: {e:?} at {off} after {last_off}");
                 last_off = off;
                 in_data = true;
             }
