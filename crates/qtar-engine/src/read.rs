@@ -183,7 +183,16 @@ impl<'p> Reader<'p> {
             }
             let file = plan.open_data(p);
             if let Ok(f) = &file {
-                for e in qtar_sys::fiemap(f).unwrap_or_default().into_iter().filter(|e| e.needs_device_read()) {
+                let (first, last) = plan.get(p).and_then(|e| e.physical_span()).unwrap_or((0, 0));
+                let extents = if first == last {
+                    // One extent needs reading (the usual small file): the plan
+                    // already knows where, no second FIEMAP.
+                    let size = plan.get(p).expect("in range").meta().size;
+                    vec![qtar_sys::Extent { logical: 0, physical: first, length: size, flags: Default::default() }]
+                } else {
+                    qtar_sys::fiemap(f).unwrap_or_default()
+                };
+                for e in extents.into_iter().filter(|e| e.needs_device_read()) {
                     // Long extents are hinted a window at a time.
                     let step = self.window.bytes.max(1 << 20);
                     let mut off = 0;
