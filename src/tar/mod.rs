@@ -48,7 +48,23 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         diag.say(format!("Try '{} --help' for more information.", diag.prog()));
         return ExitCode::from(2);
     }
-    if args.create { create::run(&args, &operands, &diag) } else { read_mode(&args, &operands, &diag) }
+    if args.create {
+        raise_open_file_limit();
+        create::run(&args, &operands, &diag)
+    } else {
+        read_mode(&args, &operands, &diag)
+    }
+}
+
+/// The data pass keeps files open ahead of the one being archived; allow it
+/// as many as the hard limit permits.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        if soft < hard {
+            let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+        }
+    }
 }
 
 fn print_version(diag: &Diag) {

@@ -66,13 +66,19 @@ enum Mode {
 /// ahead of the file being handed out.
 struct Sweep {
     admit_next: usize,
+    /// Files kept open ahead of the one being handed out, at most.
+    max_open: usize,
     open: HashMap<usize, io::Result<File>>,
     /// (device offset, plan position, file offset, length), lowest offset first.
     pending: BinaryHeap<Reverse<(u64, usize, u64, u64)>>,
 }
 
-/// Files kept open ahead of the one being handed out, at most.
-const MAX_OPEN: usize = 512;
+/// Descriptors the sweep may hold: half of what the process may still open,
+/// between 64 and 65536.
+fn max_open() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024);
+    (soft.saturating_sub(64) / 2).clamp(64, 65536) as usize
+}
 
 impl Plan {
     /// Reads the plan in order. Each regular file is opened (with `O_NOATIME`
@@ -86,7 +92,7 @@ impl Plan {
     /// [`Plan::reader`] with an explicit prefetch window.
     pub fn reader_with(&self, window: Prefetch) -> Reader<'_> {
         let mode = if !self.admit.is_empty() && window.files > 0 {
-            Mode::Sweep(Sweep { admit_next: 0, open: HashMap::new(), pending: BinaryHeap::new() })
+            Mode::Sweep(Sweep { admit_next: 0, max_open: max_open(), open: HashMap::new(), pending: BinaryHeap::new() })
         } else {
             Mode::Window { ahead: VecDeque::new(), open_next: 0, ahead_bytes: 0 }
         };
@@ -169,12 +175,19 @@ impl<'p> Reader<'p> {
             // No extents to sweep (empty, inline, unknown): open on demand.
             return (pos, Some(plan.open_data(pos)));
         };
-        let target = last.saturating_add(self.window.bytes);
+        let mut target = last.saturating_add(self.window.bytes);
         // Admit every file whose first extent the sweep will reach.
-        while sw.admit_next < plan.admit.len() && sw.open.len() < MAX_OPEN {
+        while sw.admit_next < plan.admit.len() {
             let p = plan.admit[sw.admit_next] as usize;
             let first = plan.get(p).and_then(|e| e.physical_span()).map_or(0, |s| s.0);
             if first > target {
+                break;
+            }
+            if sw.open.len() >= sw.max_open {
+                // Out of descriptors: the sweep stops short of the first file
+                // it cannot admit, so it never runs ahead of a file that would
+                // then be read out of order.
+                target = first.saturating_sub(1);
                 break;
             }
             sw.admit_next += 1;
