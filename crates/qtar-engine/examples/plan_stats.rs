@@ -2,6 +2,7 @@
 //! plan, bytes per entry (with and without names), and the process's peak RSS.
 //!
 //! `cargo run --release -p qtar-engine --example plan_stats -- DIR [disk|inode|name|none]`
+//! (`QTAR_WORKERS` and `QTAR_DEPTH` override the metadata pass's threads and batches in flight)
 
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -24,7 +25,14 @@ fn main() {
     };
     let rss0 = peak_rss_kib();
     let t = std::time::Instant::now();
-    let plan = qtar_engine::Walk::new().root(&root).order(order).plan().expect("plan");
+    let mut walk = qtar_engine::Walk::new().root(&root).order(order);
+    if let Some(w) = std::env::var("QTAR_WORKERS").ok().and_then(|v| v.parse().ok()) {
+        walk = walk.workers(w);
+    }
+    if let Some(d) = std::env::var("QTAR_DEPTH").ok().and_then(|v| v.parse().ok()) {
+        walk = walk.queue_depth(d);
+    }
+    let plan = walk.plan().expect("plan");
     let secs = t.elapsed().as_secs_f64();
     let n = plan.len().max(1);
     let name_bytes: usize = plan.entries().map(|e| e.file_name().len()).sum();
