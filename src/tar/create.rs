@@ -174,6 +174,19 @@ fn libc_enotsup() -> i32 {
     nix::errno::Errno::EOPNOTSUPP as i32
 }
 
+/// The lab's knobs for ablation runs (`benches/README.md`), from the
+/// environment: `QTAR_META_WORKERS=N` metadata threads, `QTAR_DEVICE_LAYOUT=0`
+/// no reads of the block device (inode-number keys, no metadata prefetch).
+fn lab_knobs(mut walk: Walk) -> Walk {
+    if let Some(n) = std::env::var("QTAR_META_WORKERS").ok().and_then(|v| v.parse().ok()) {
+        walk = walk.workers(n);
+    }
+    if std::env::var("QTAR_DEVICE_LAYOUT").as_deref() == Ok("0") {
+        walk = walk.exact_layout(false);
+    }
+    walk
+}
+
 pub fn run(args: &Args, operands: &[Operand], diag: &Diag) -> ExitCode {
     let fmt = match format(args) {
         Ok(f) => f,
@@ -290,6 +303,7 @@ pub fn run(args: &Args, operands: &[Operand], diag: &Diag) -> ExitCode {
         };
         walk = walk.root_as(path, op.name.clone());
     }
+    walk = lab_knobs(walk);
     let ex = std::sync::Arc::clone(&excluder);
     walk = walk.filter(move |p, _| !ex.excluded(p));
     let plan = match walk.plan() {

@@ -96,12 +96,22 @@ pub fn tools(qtar: Option<&Path>) -> (Vec<Tool>, Vec<String>) {
     let mut notes = Vec::new();
     match qtar {
         Some(q) if q.is_file() => {
+            // The tools run in the image's mount point: a relative path would
+            // not resolve there.
+            let q = q.canonicalize().unwrap_or_else(|_| q.to_path_buf());
             for mode in ["none", "inode", "disk"] {
                 v.push(t(
                     &format!("qtar-{mode}"),
                     &format!("'{}' --sort={mode} -cf - tree | cat >/dev/null", q.display()),
                     false,
                 ));
+            }
+            // Ablations of the disk order: four metadata threads instead of
+            // one; no reads of the block device (no metadata prefetch).
+            for (name, env) in
+                [("qtar-disk-4threads", "QTAR_META_WORKERS=4"), ("qtar-disk-nodev", "QTAR_DEVICE_LAYOUT=0")]
+            {
+                v.push(t(name, &format!("{env} '{}' --sort=disk -cf - tree | cat >/dev/null", q.display()), false));
             }
         }
         Some(q) => notes.push(format!("qtar skipped: $QTAR={} is not a file", q.display())),
@@ -440,7 +450,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         .collect();
     commands.push("# each tool, per image and repeat: sync; echo 3 > /proc/sys/vm/drop_caches; then, in the image's mount point (mounted -o ro,noload), traced on its loop device:".into());
     for t in &tools {
-        commands.push(format!("/usr/bin/time -f '%e %U %S %M' sh -c '{}'    # {}", t.cmd, t.name));
+        commands.push(format!("/usr/bin/time -f '%e %U %S %M' bash -o pipefail -c '{}'    # {}", t.cmd, t.name));
     }
     commands
         .push("# $DST is a private tmpfs, emptied before each copy; its writes are not on the traced device".into());
@@ -482,7 +492,9 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
                 let mut c = Command::new("/usr/bin/time");
                 c.args(["-f", "%e %U %S %M", "-o"])
                     .arg(&tf)
-                    .args(["sh", "-c", &t.cmd])
+                    // pipefail: a failing archiver must fail the run, not hide
+                    // behind `| cat`.
+                    .args(["bash", "-o", "pipefail", "-c", &t.cmd])
                     .current_dir(&mnt)
                     .env("DST", &dst)
                     .stdin(Stdio::null());
@@ -757,6 +769,6 @@ mod tests {
         assert!(t.iter().all(|t| !t.cmd.contains("/dev/null") || t.cmd.contains("| cat >/dev/null")));
         assert_eq!(notes.len(), 1);
         let (t, _) = tools(Some(Path::new("/bin/sh")));
-        assert_eq!(t.len(), 8);
+        assert_eq!(t.len(), 10);
     }
 }

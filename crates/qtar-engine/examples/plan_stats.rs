@@ -47,4 +47,7 @@ fn main() {
     println!("peak RSS KiB       {} (before plan {rss0})", peak_rss_kib());
     println!("peak RSS bytes/entry {:.1}", (peak_rss_kib() - rss0) as f64 * 1024.0 / n as f64);
     println!("metadata pass s    {secs:.2}");
+    if let Some(p) = plan.prefetch_stats() {
+        println!("prefetch           {p:?}");
+    }
 }

@@ -49,15 +49,37 @@ impl FsKind {
     }
 }
 
-/// The ext4 inode-table map: byte offset of each group's inode table.
+/// The ext4 inode-table map: where each group's inode table is, and how much
+/// of it is in use.
 #[derive(Debug, Clone)]
 pub struct Ext4Map {
     inodes_per_group: u64,
     inode_size: u64,
     block_size: u64,
-    /// First block of each group's inode table.
-    inode_tables: Vec<u64>,
+    groups: Vec<Group>,
+    /// Groups per flex group (1 without `flex_bg`): their inode tables lie
+    /// next to each other.
+    groups_per_flex: usize,
 }
+
+/// What a group descriptor says about a group's inodes.
+#[derive(Debug, Clone, Copy)]
+struct Group {
+    /// First block of the inode table.
+    inode_table: u64,
+    /// Inodes at the end of the table never used since mkfs (valid only with
+    /// group descriptor checksums; 0 otherwise).
+    itable_unused: u64,
+    /// `EXT4_BG_INODE_UNINIT`: no inode of the group has ever been used.
+    inode_uninit: bool,
+}
+
+/// `bg_flags`: the group's inode table and bitmap were never initialised.
+const BG_INODE_UNINIT: u16 = 0x1;
+/// `s_feature_ro_compat` bits under which `bg_itable_unused` and the
+/// `UNINIT` flags are maintained.
+const RO_COMPAT_GDT_CSUM: u64 = 0x10;
+const RO_COMPAT_METADATA_CSUM: u64 = 0x400;
 
 impl Ext4Map {
     /// Reads the superblock and group descriptors of the ext4 device `dev`
@@ -99,29 +121,160 @@ impl Ext4Map {
         if groups > 1 << 24 {
             return Err(bad("group count"));
         }
+        let csum = u32_at(0x64) & (RO_COMPAT_GDT_CSUM | RO_COMPAT_METADATA_CSUM) != 0;
         let mut desc = vec![0u8; (groups * desc_size) as usize];
         read_at((first_data_block + 1) * block_size, &mut desc)?;
-        let inode_tables = desc
+        let groups = desc
             .chunks_exact(desc_size as usize)
             .map(|d| {
-                let lo = u32::from_le_bytes(d[8..12].try_into().unwrap()) as u64;
-                let hi = if desc_size >= 64 { u32::from_le_bytes(d[0x28..0x2C].try_into().unwrap()) as u64 } else { 0 };
-                lo | hi << 32
+                let u16_at = |o: usize| u16::from_le_bytes([d[o], d[o + 1]]) as u64;
+                let u32_at = |o: usize| u32::from_le_bytes(d[o..o + 4].try_into().unwrap()) as u64;
+                let wide = desc_size >= 64;
+                let inode_table = u32_at(0x08) | if wide { u32_at(0x28) << 32 } else { 0 };
+                let itable_unused = u16_at(0x1C) | if wide { u16_at(0x32) << 16 } else { 0 };
+                let flags = u16_at(0x12) as u16;
+                Group {
+                    inode_table,
+                    itable_unused: if csum { itable_unused.min(inodes_per_group) } else { 0 },
+                    inode_uninit: csum && flags & BG_INODE_UNINIT != 0,
+                }
             })
             .collect();
-        Ok(Self { inodes_per_group, inode_size, block_size, inode_tables })
+        // INCOMPAT_FLEX_BG, and s_log_groups_per_flex.
+        let groups_per_flex = if incompat & 0x200 != 0 && sb[0x174] < 31 { 1usize << sb[0x174] } else { 1 };
+        Ok(Self { inodes_per_group, inode_size, block_size, groups, groups_per_flex })
+    }
+
+    /// The groups of the flex group holding group `g` (just `g` without
+    /// `flex_bg`).
+    pub fn flex_group(&self, g: usize) -> std::ops::Range<usize> {
+        let start = g - g % self.groups_per_flex;
+        start..(start + self.groups_per_flex).min(self.groups.len())
+    }
+
+    /// The number of block groups.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The file system's block size in bytes.
+    pub fn block_size(&self) -> u64 {
+        self.block_size
+    }
+
+    /// The on-disk size of one inode.
+    pub fn inode_size(&self) -> u64 {
+        self.inode_size
+    }
+
+    /// The block group holding inode `ino`.
+    pub fn group_of(&self, ino: u64) -> Option<usize> {
+        let g = (ino.checked_sub(1)? / self.inodes_per_group) as usize;
+        (g < self.groups.len()).then_some(g)
+    }
+
+    /// The part of group `g`'s inode table that may hold inodes in use: the
+    /// first inode number, the byte offset on the device, and the length.
+    /// `None` when the group has never had an inode.
+    pub fn used_inode_table(&self, g: usize) -> Option<(u64, u64, u64)> {
+        let grp = self.groups.get(g)?;
+        let used = self.inodes_per_group - grp.itable_unused;
+        if grp.inode_uninit || used == 0 {
+            return None;
+        }
+        Some((g as u64 * self.inodes_per_group + 1, grp.inode_table * self.block_size, used * self.inode_size))
     }
 
     /// The byte offset of inode `ino` on the device, if it is in range.
     pub fn inode_offset(&self, ino: u64) -> Option<u64> {
         let i = ino.checked_sub(1)?;
         let group = (i / self.inodes_per_group) as usize;
-        let table = *self.inode_tables.get(group)?;
+        let table = self.groups.get(group)?.inode_table;
         Some(table * self.block_size + (i % self.inodes_per_group) * self.inode_size)
     }
 }
 
-fn open_block_dev(dev: BlockDev) -> io::Result<File> {
+/// What the prefetcher needs to know of one on-disk inode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawInode {
+    /// `i_mode`: type and permission bits.
+    pub mode: u16,
+    /// Where its blocks are, as far as the inode itself says.
+    pub map: BlockMap,
+}
+
+/// The block map held in an inode's `i_block`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BlockMap {
+    /// Extents held in the inode (an extent tree of depth 0): (first block,
+    /// length in blocks) of each initialised extent.
+    Extents(Vec<(u64, u64)>),
+    /// An extent tree of depth 1 or more: the blocks its index entries point to
+    /// (the leaves, for depth 1). Reading the extents costs a read of these.
+    Index(Vec<u64>),
+    /// No extents to read: inline data, an empty file, a fast symlink, an
+    /// indirect-block (ext2/3) map, or an `i_block` that does not parse.
+    Other,
+}
+
+/// `i_flags` bits.
+const EXTENTS_FL: u32 = 0x8_0000;
+const INLINE_DATA_FL: u32 = 0x1000_0000;
+/// `eh_magic` of an extent header.
+const EXT_MAGIC_HDR: u16 = 0xF30A;
+/// File types in `i_mode`.
+pub(crate) const S_IFMT: u16 = 0o170000;
+pub(crate) const S_IFDIR: u16 = 0o040000;
+pub(crate) const S_IFREG: u16 = 0o100000;
+
+/// Parses one on-disk ext4 inode (at least the 128-byte base). Returns `None`
+/// for a free inode (no links, or deleted).
+pub fn parse_inode(raw: &[u8]) -> Option<RawInode> {
+    if raw.len() < 128 {
+        return None;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([raw[o], raw[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap());
+    let mode = u16_at(0x00);
+    let links = u16_at(0x1A);
+    let dtime = u32_at(0x14);
+    if mode == 0 || links == 0 || dtime != 0 {
+        return None;
+    }
+    let flags = u32_at(0x20);
+    let block = &raw[0x28..0x28 + 60];
+    let map =
+        if flags & EXTENTS_FL == 0 || flags & INLINE_DATA_FL != 0 { BlockMap::Other } else { parse_extent_root(block) };
+    Some(RawInode { mode, map })
+}
+
+/// The extent tree root held in `i_block` (60 bytes: a header and up to four
+/// entries).
+fn parse_extent_root(b: &[u8]) -> BlockMap {
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
+    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as u64;
+    let (magic, entries, depth) = (u16_at(0), u16_at(2) as usize, u16_at(6));
+    if magic != EXT_MAGIC_HDR || entries > 4 {
+        return BlockMap::Other;
+    }
+    let ent = |i: usize| 12 + 12 * i;
+    if depth == 0 {
+        let v = (0..entries)
+            .filter_map(|i| {
+                let e = ent(i);
+                let len = u16_at(e + 4) as u64;
+                // Lengths over 32768 mark unwritten extents: no read needed.
+                let start = (u16_at(e + 6) as u64) << 32 | u32_at(e + 8);
+                (len > 0 && len <= 32768).then_some((start, len))
+            })
+            .collect();
+        BlockMap::Extents(v)
+    } else {
+        BlockMap::Index((0..entries).map(|i| (u16_at(ent(i) + 8) as u64) << 32 | u32_at(ent(i) + 4)).collect())
+    }
+}
+
+pub(crate) fn open_block_dev(dev: BlockDev) -> io::Result<File> {
     let by_num = format!("/dev/block/{}:{}", dev.major, dev.minor);
     if let Ok(f) = File::open(&by_num) {
         return Ok(f);

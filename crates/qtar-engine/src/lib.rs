@@ -47,6 +47,7 @@ mod error;
 pub mod layout;
 mod meta;
 mod plan;
+mod prefetch;
 mod read;
 mod scan;
 mod tree;
@@ -59,6 +60,7 @@ use std::sync::Arc;
 pub use error::{Error, Op, strip_os_suffix};
 pub use meta::{FileKind, Meta, Timestamp};
 pub use plan::{Entry, Order, OrderUsed, Plan};
+pub use prefetch::PrefetchStats;
 pub use read::{Item, Prefetch, Reader};
 
 use layout::{Ext4Map, FsKind, KeySpace};
@@ -156,7 +158,8 @@ impl Walk {
         self
     }
 
-    /// Metadata worker threads (default: 4 on a rotational device, 8 otherwise).
+    /// Metadata worker threads (default: 8 on a non-rotational device, 1
+    /// otherwise, where parallel threads would interleave their positions).
     pub fn workers(mut self, n: usize) -> Self {
         self.workers = Some(n.max(1));
         self
@@ -271,23 +274,27 @@ impl Walk {
                 _ => KeySpace::Inode,
             }
         };
-        let workers = self.workers.unwrap_or(if !disk {
-            1
-        } else if solid {
-            8
-        } else {
-            4
-        });
+        // On a disk that seeks, one thread walks the elevator: several threads
+        // each take a batch and the device sees their positions interleaved,
+        // which cost 2.6x the modelled time of one thread on the aged lab
+        // image (benches/README.md). Flash gains from parallelism instead.
+        let workers = self.workers.unwrap_or(if disk && solid { 8 } else { 1 });
         let cfg = ScanConfig {
             follow_links: self.follow_links,
             one_file_system: self.one_file_system,
             want_data_keys: disk,
             workers,
-            depth: self.depth.unwrap_or(if disk { workers * 2 } else { 1 }),
+            depth: self.depth.unwrap_or(workers * 2),
         };
         let roots = Arc::new(Roots { fds });
+        let meta_prefetch = match (&keys, first_dev) {
+            (KeySpace::Bytes(map), Some(dev)) => prefetch::MetaPrefetch::open(dev, map.clone()).ok(),
+            _ => None,
+        };
         let mut scan = Scan::new(cfg, keys, tree, self.filter.as_deref());
+        scan.prefetch = meta_prefetch;
         scan.run(Arc::clone(&roots), &root_dirs);
+        let prefetch_stats = scan.prefetch.as_ref().map(|p| p.stats);
         errors.append(&mut scan.errors);
         let fallback = if scan.fiemap_unsupported {
             if fs_kind.inode_order_meaningful() { OrderUsed::Inode } else { OrderUsed::Discovery }
@@ -311,6 +318,7 @@ impl Walk {
             follow_links: self.follow_links,
             prefetch,
             admit,
+            prefetch_stats,
         })
     }
 }

@@ -81,6 +81,8 @@ pub struct Plan {
     /// Positions of the files with physical extents, by their first extent:
     /// the order the data pass admits them into its sweep.
     pub(crate) admit: Vec<u32>,
+    /// What the metadata prefetch read, when it ran.
+    pub(crate) prefetch_stats: Option<crate::PrefetchStats>,
 }
 
 /// One planned entry.
@@ -268,6 +270,12 @@ impl Plan {
     /// Whether the device under the first root is rotational (`None`: unknown).
     pub fn rotational(&self) -> Option<bool> {
         self.rotational
+    }
+
+    /// What the metadata pass read ahead from the block device (ext4 with a
+    /// readable device only; `None` otherwise).
+    pub fn prefetch_stats(&self) -> Option<crate::PrefetchStats> {
+        self.prefetch_stats
     }
 
     /// Bytes of heap the plan holds (the tree, its names and the order), for

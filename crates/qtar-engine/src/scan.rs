@@ -13,6 +13,7 @@ use crate::elevator::Elevator;
 use crate::error::{Error, Op};
 use crate::layout::KeySpace;
 use crate::meta::Meta;
+use crate::prefetch::MetaPrefetch;
 use crate::tree::{DataKey, NONE, Tree, state};
 
 /// Metadata jobs handed to a worker at once.
@@ -38,6 +39,9 @@ pub(crate) type NameFilter = dyn Fn(&[u8], FileKind) -> bool + Send + Sync;
 enum JobOp {
     Stat,
     ReadDir,
+    /// FIEMAP of a regular file whose extent tree is out on the data area,
+    /// deferred to a sorted sweep after the walk.
+    Fiemap,
 }
 
 #[derive(Debug)]
@@ -52,11 +56,14 @@ struct Job {
     name_at: usize,
     /// The type `getdents` reported.
     hint: FileKind,
+    /// A stat that leaves FIEMAP for later (the extent tree needs a read).
+    defer_fiemap: bool,
 }
 
 enum Outcome {
-    Stat { meta: Meta, data: DataKey, dir_key: Option<u64> },
+    Stat { meta: Meta, data: DataKey, dir_key: Option<u64>, deferred: bool },
     Entries { names: Vec<u8>, ents: Vec<(u32, u32, u64, FileKind)> },
+    Data(DataKey),
 }
 
 struct Done {
@@ -76,12 +83,27 @@ pub(crate) struct Scan<'a> {
     pub errors: Vec<Error>,
     pub filter: Option<&'a NameFilter>,
     pub fiemap_unsupported: bool,
+    /// Metadata prefetch from the block device (ext4, readable device).
+    pub prefetch: Option<MetaPrefetch>,
+    /// Files whose FIEMAP waits for the sweep over extent blocks: (device
+    /// offset of the block, node).
+    deferred: Vec<(u64, u32)>,
     seq: u64,
 }
 
 impl<'a> Scan<'a> {
     pub fn new(cfg: ScanConfig, keys: KeySpace, tree: Tree, filter: Option<&'a NameFilter>) -> Self {
-        Self { cfg, keys, tree, errors: Vec::new(), filter, fiemap_unsupported: false, seq: 0 }
+        Self {
+            cfg,
+            keys,
+            tree,
+            errors: Vec::new(),
+            filter,
+            fiemap_unsupported: false,
+            prefetch: None,
+            deferred: Vec::new(),
+            seq: 0,
+        }
     }
 
     fn stat_key(&mut self, ino: u64) -> u64 {
@@ -104,26 +126,44 @@ impl<'a> Scan<'a> {
         let n = &self.tree.nodes[node as usize];
         let rel = self.tree.rel(node);
         let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-        Job { node, parent: n.parent, root: u32::from(n.root), op, rel, name_at, hint: FileKind::Unknown }
+        Job {
+            node,
+            parent: n.parent,
+            root: u32::from(n.root),
+            op,
+            rel,
+            name_at,
+            hint: FileKind::Unknown,
+            defer_fiemap: false,
+        }
     }
 
     /// Runs the pass from the given (already stat-ed) root directories.
     ///
-    /// Jobs leave the elevator in batches of up to [`BATCH`] consecutive
-    /// positions, so the cost of handing work to a thread is paid once per
-    /// batch rather than once per `statx`; `depth` batches are in flight.
+    /// Jobs leave the elevator in slices of consecutive positions, dealt round
+    /// robin to the workers (job `i` of a slice to worker `i % workers`), so
+    /// the requests in flight at any moment are neighbours on the device and
+    /// the cost of handing work to a thread is paid once per sub-batch rather
+    /// than once per `statx`; `depth` slices are in flight. When the walk is
+    /// done, the deferred FIEMAPs run as one more sweep, by the position of
+    /// the extent blocks they read.
     pub fn run(&mut self, roots: Arc<Roots>, root_dirs: &[u32]) {
-        let (job_tx, job_rx) = chan::unbounded::<Vec<Job>>();
+        let workers = self.cfg.workers.max(1);
         let (done_tx, done_rx) = chan::unbounded::<Vec<Done>>();
         let mut elevator: Elevator<Job> = Elevator::new();
         for &r in root_dirs {
             let ino = self.tree.nodes[r as usize].ino;
+            if let Some(p) = &mut self.prefetch {
+                p.touch(ino);
+            }
             let key = self.dir_key(ino, None);
             elevator.push(key, self.job(r, JobOp::ReadDir));
         }
         std::thread::scope(|s| {
-            for _ in 0..self.cfg.workers.max(1) {
-                let job_rx = job_rx.clone();
+            let mut job_txs = Vec::with_capacity(workers);
+            for _ in 0..workers {
+                let (job_tx, job_rx) = chan::unbounded::<Vec<Job>>();
+                job_txs.push(job_tx);
                 let done_tx = done_tx.clone();
                 let roots = Arc::clone(&roots);
                 let cfg = self.cfg.clone();
@@ -145,24 +185,57 @@ impl<'a> Scan<'a> {
                 });
             }
             drop(done_tx);
-            let mut in_flight = 0usize;
             loop {
-                while in_flight < self.cfg.depth.max(1) && !elevator.is_empty() {
-                    let batch: Vec<Job> = std::iter::from_fn(|| elevator.pop().map(|(_, j)| j)).take(BATCH).collect();
-                    job_tx.send(batch).expect("workers alive");
-                    in_flight += 1;
-                }
-                if in_flight == 0 {
+                self.drain(&mut elevator, &job_txs, &done_rx);
+                if self.deferred.is_empty() {
                     break;
                 }
-                let done = done_rx.recv().expect("workers alive");
-                in_flight -= 1;
-                for d in done {
-                    self.complete(d, &mut elevator);
+                let mut deferred = std::mem::take(&mut self.deferred);
+                deferred.sort_unstable();
+                if let Some(p) = &mut self.prefetch {
+                    p.read_leaves(deferred.iter().map(|&(off, _)| off));
+                }
+                for (off, id) in deferred {
+                    elevator.push(off, self.job(id, JobOp::Fiemap));
                 }
             }
-            drop(job_tx);
+            drop(job_txs);
         });
+    }
+
+    /// Serves the elevator until it is empty and nothing is in flight.
+    fn drain(
+        &mut self,
+        elevator: &mut Elevator<Job>,
+        job_txs: &[chan::Sender<Vec<Job>>],
+        done_rx: &chan::Receiver<Vec<Done>>,
+    ) {
+        let workers = job_txs.len();
+        let mut in_flight = 0usize;
+        loop {
+            while in_flight < self.cfg.depth.max(1) && !elevator.is_empty() {
+                let slice: Vec<Job> =
+                    std::iter::from_fn(|| elevator.pop().map(|(_, j)| j)).take(BATCH * workers).collect();
+                let mut subs: Vec<Vec<Job>> = (0..workers).map(|_| Vec::new()).collect();
+                for (i, job) in slice.into_iter().enumerate() {
+                    subs[i % workers].push(job);
+                }
+                for (tx, sub) in job_txs.iter().zip(subs) {
+                    if !sub.is_empty() {
+                        tx.send(sub).expect("workers alive");
+                        in_flight += 1;
+                    }
+                }
+            }
+            if in_flight == 0 {
+                break;
+            }
+            let done = done_rx.recv().expect("workers alive");
+            in_flight -= 1;
+            for d in done {
+                self.complete(d, elevator);
+            }
+        }
     }
 
     fn complete(&mut self, done: Done, elevator: &mut Elevator<Job>) {
@@ -175,7 +248,7 @@ impl<'a> Scan<'a> {
                 }
                 self.errors.push(Error::new(self.tree.path_buf(id), op, e));
             }
-            Ok(Outcome::Stat { meta, data, dir_key }) => {
+            Ok(Outcome::Stat { meta, data, dir_key, deferred }) => {
                 let root_dev = self.root_dev(id);
                 let n = &mut self.tree.nodes[id as usize];
                 n.set_meta(&meta);
@@ -184,6 +257,10 @@ impl<'a> Scan<'a> {
                 if data == DataKey::NoFiemap && meta.is_file() && meta.size > 0 {
                     self.fiemap_unsupported = true;
                 }
+                if deferred {
+                    let leaf = self.prefetch.as_ref().and_then(|p| p.leaf_of(meta.ino));
+                    self.deferred.push((leaf.unwrap_or(u64::MAX), id));
+                }
                 if meta.is_dir() {
                     if self.cfg.one_file_system && Some(meta.dev) != root_dev {
                         n.state |= state::OTHER_FS;
@@ -191,6 +268,13 @@ impl<'a> Scan<'a> {
                         let key = self.dir_key(meta.ino, dir_key);
                         elevator.push(key, self.job(id, JobOp::ReadDir));
                     }
+                }
+            }
+            Ok(Outcome::Data(data)) => {
+                let n = &mut self.tree.nodes[id as usize];
+                n.set_data(data);
+                if data == DataKey::NoFiemap {
+                    self.fiemap_unsupported = true;
                 }
             }
             Ok(Outcome::Entries { names, ents }) => {
@@ -218,6 +302,10 @@ impl<'a> Scan<'a> {
                     let key = self.stat_key(ino);
                     let mut job = self.job(child, JobOp::Stat);
                     job.hint = kind;
+                    if let Some(p) = &mut self.prefetch {
+                        p.touch(ino);
+                        job.defer_fiemap = kind == FileKind::File && p.leaf_of(ino).is_some();
+                    }
                     elevator.push(key, job);
                 }
             }
@@ -288,6 +376,13 @@ impl Worker {
                 let name = job.rel[job.name_at..].to_vec();
                 let parent = self.parent_fd(&job).map_err(|e| (Op::Stat, e))?;
                 let nofollow = if follow { OFlags::empty() } else { OFlags::NOFOLLOW };
+                if job.defer_fiemap {
+                    let st = qtar_sys::statx_at(parent, &name, follow).map_err(|e| (Op::Stat, e))?;
+                    let meta = Meta::from_statx(&st);
+                    let deferred = meta.is_file() && meta.size > 0;
+                    let data = if meta.is_file() && !deferred { DataKey::Free } else { DataKey::None };
+                    return Ok(Outcome::Stat { meta, data, dir_key: None, deferred });
+                }
                 if want_keys && job.hint == FileKind::File {
                     // A regular file by its directory entry: one open serves
                     // both statx and FIEMAP.
@@ -296,7 +391,7 @@ impl Worker {
                         let meta = Meta::from_statx(&qtar_sys::statx_fd(&fd).map_err(|e| (Op::Stat, e))?);
                         if meta.is_file() {
                             let data = if meta.size == 0 { DataKey::Free } else { data_key(&fd) };
-                            return Ok(Outcome::Stat { meta, data, dir_key: None });
+                            return Ok(Outcome::Stat { meta, data, dir_key: None, deferred: false });
                         }
                     }
                 }
@@ -332,7 +427,18 @@ impl Worker {
                         }
                     }
                 }
-                Ok(Outcome::Stat { meta, data, dir_key })
+                Ok(Outcome::Stat { meta, data, dir_key, deferred: false })
+            }
+            JobOp::Fiemap => {
+                let name = job.rel[job.name_at..].to_vec();
+                let nofollow = if self.cfg.follow_links { OFlags::empty() } else { OFlags::NOFOLLOW };
+                let flags = OFlags::RDONLY | nofollow | OFlags::NONBLOCK;
+                // As in the stat: a file that cannot be opened is still
+                // planned, and the data pass reports it.
+                let fd = self
+                    .parent_fd(&job)
+                    .and_then(|parent| qtar_sys::open_noatime(parent, &name, flags, ResolveFlags::empty()));
+                Ok(Outcome::Data(fd.map_or(DataKey::Unknown, |fd| data_key(&fd))))
             }
         }
     }

@@ -225,3 +225,116 @@ fn tmpfs_falls_back_and_says_so() {
     assert_eq!(plan.order_used(), OrderUsed::Discovery);
     assert_eq!(plan.entries().map(|e| e.path_bytes()).collect::<BTreeSet<_>>(), walkdir_set(&mnt));
 }
+
+/// A file with `n` separate extents: one block written every other block, so
+/// holes split them, synced so they are allocated now.
+fn fragmented(path: &Path, n: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::create(path).unwrap();
+    for i in 0..n {
+        f.write_all_at(&[i as u8 + 1; 4096], i * 8192).unwrap();
+    }
+    f.sync_all().unwrap();
+}
+
+fn debugfs_stat(dev: &str, ino: u64) -> String {
+    run(Command::new("debugfs").args(["-R", &format!("stat <{ino}>")]).arg(dev))
+}
+
+#[test]
+fn ext4_raw_inodes_match_debugfs_and_fiemap() {
+    use qtar_engine::layout::{BlockMap, Ext4Map, parse_inode};
+    use std::os::unix::fs::FileExt;
+    if need_root("reading an ext4 block device") || need_tool("debugfs") || need_tool("dumpe2fs") {
+        return;
+    }
+    let fs = LoopFs::with_mkfs_args("ext4", 256, &["-N", "20000", "-b", "4096"]);
+    let root = fs.path();
+    std::fs::create_dir(root.join("big")).unwrap();
+    for i in 0..600 {
+        std::fs::write(root.join(format!("big/file-with-a-longish-name-{i:05}")), b"x").unwrap();
+    }
+    std::fs::write(root.join("small"), vec![7u8; 50_000]).unwrap();
+    std::fs::write(root.join("empty"), b"").unwrap();
+    fragmented(&root.join("frag"), 12);
+    run(&mut Command::new("sync"));
+    let st = std::fs::metadata(root).unwrap();
+    let dev = qtar_sys::BlockDev { major: rustix::fs::major(st.dev()), minor: rustix::fs::minor(st.dev()) };
+    let map = Ext4Map::probe(dev).unwrap();
+    let bdev = std::fs::File::open(fs.device()).unwrap();
+    let raw = |ino: u64| {
+        let mut b = vec![0u8; map.inode_size() as usize];
+        bdev.read_exact_at(&mut b, map.inode_offset(ino).unwrap()).unwrap();
+        parse_inode(&b).unwrap()
+    };
+    let ino = |name: &str| std::fs::metadata(root.join(name)).unwrap().ino();
+    let bs = map.block_size();
+    // Extents held in the inode: exactly what FIEMAP reports.
+    for name in ["small", "big"] {
+        let f = std::fs::File::open(root.join(name)).unwrap();
+        let want: Vec<(u64, u64)> =
+            qtar_sys::fiemap(&f).unwrap().iter().map(|e| (e.physical / bs, e.length / bs)).collect();
+        assert_eq!(raw(ino(name)).map, BlockMap::Extents(want), "{name}");
+    }
+    assert_eq!(raw(ino("empty")).map, BlockMap::Extents(vec![]));
+    // An extent tree out of the inode: the leaf debugfs names as ETB0.
+    let out = debugfs_stat(fs.device(), ino("frag"));
+    let leaf: u64 = out
+        .split("(ETB0):")
+        .nth(1)
+        .expect("frag has an extent block")
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(raw(ino("frag")).map, BlockMap::Index(vec![leaf]), "{out}");
+    // The used part of each group's inode table, as dumpe2fs counts it.
+    let dump = run(Command::new("dumpe2fs").arg(fs.device()));
+    let unused: Vec<u64> = dump
+        .lines()
+        .filter_map(|l| l.split(" unused inodes").next().filter(|_| l.contains(" unused inodes")))
+        .map(|l| l.rsplit(", ").next().unwrap().trim().parse().unwrap())
+        .collect();
+    let per_group: u64 =
+        dump.lines().find_map(|l| l.strip_prefix("Inodes per group:")).unwrap().trim().parse().unwrap();
+    assert_eq!(unused.len(), map.groups());
+    for (g, u) in unused.iter().enumerate() {
+        let used = map.used_inode_table(g).map_or(0, |(first, _, len)| {
+            assert_eq!(first, g as u64 * per_group + 1);
+            len / map.inode_size()
+        });
+        assert_eq!(used, per_group - u, "group {g}");
+    }
+}
+
+#[test]
+fn prefetched_plan_equals_plain_plan() {
+    if need_root("reading an ext4 block device") {
+        return;
+    }
+    let mut fs = LoopFs::with_mkfs_args("ext4", 256, &["-b", "4096"]);
+    let root = fs.path().join("t");
+    make_tree(&root);
+    for i in 0..8 {
+        fragmented(&root.join(format!("d{}/frag{i}", i % 6)), 6 + i);
+    }
+    fs.remount("ro,noload");
+    let root = fs.path().join("t");
+    type Spans = BTreeSet<(Vec<u8>, Option<(u64, u64)>)>;
+    let spans =
+        |plan: &qtar_engine::Plan| -> Spans { plan.entries().map(|e| (e.path_bytes(), e.physical_span())).collect() };
+    let plain = Walk::new().root(&root).exact_layout(false).plan().unwrap();
+    assert!(plain.prefetch_stats().is_none());
+    run(&mut Command::new("sync"));
+    std::fs::write("/proc/sys/vm/drop_caches", "3").unwrap();
+    let fast = Walk::new().root(&root).plan().unwrap();
+    let st = fast.prefetch_stats().expect("the device is readable as root");
+    assert!(st.groups >= 1 && st.inode_table_bytes > 0 && st.dir_bytes > 0, "{st:?}");
+    assert!(st.leaf_bytes >= 8 * 4096, "eight files have extent blocks: {st:?}");
+    assert!(fast.errors().is_empty() && plain.errors().is_empty());
+    assert_eq!(spans(&fast), spans(&plain));
+    check_invariants(&fast);
+    let order = |p: &qtar_engine::Plan| p.entries().map(|e| e.path_bytes()).collect::<Vec<_>>();
+    assert_eq!(order(&fast), order(&plain), "the same layout gives the same order");
+}
