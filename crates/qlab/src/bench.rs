@@ -108,9 +108,11 @@ pub fn tools(qtar: Option<&Path>) -> (Vec<Tool>, Vec<String>) {
             }
             // Ablations of the disk order: four metadata threads instead of
             // one; no reads of the block device (no metadata prefetch).
-            for (name, env) in
-                [("qtar-disk-4threads", "QTAR_META_WORKERS=4"), ("qtar-disk-nodev", "QTAR_DEVICE_LAYOUT=0")]
-            {
+            for (name, env) in [
+                ("qtar-disk-4threads", "QTAR_META_WORKERS=4"),
+                ("qtar-disk-nodev", "QTAR_DEVICE_LAYOUT=0"),
+                ("qtar-disk-nodev-4threads", "QTAR_DEVICE_LAYOUT=0 QTAR_META_WORKERS=4"),
+            ] {
                 v.push(t(name, &format!("{env} '{}' --sort=disk -cf - tree | cat >/dev/null", q.display()), false));
             }
         }
