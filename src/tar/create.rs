@@ -176,8 +176,14 @@ fn libc_enotsup() -> i32 {
 
 /// The lab's knobs for ablation runs (`benches/README.md`), from the
 /// environment: `QTAR_META_WORKERS=N` metadata threads, `QTAR_DEVICE_LAYOUT=0`
-/// no reads of the block device (inode-number keys, no metadata prefetch).
+/// no reads of the block device (inode-number keys, no metadata prefetch),
+/// `QTAR_ROTATIONAL=0|1` the device kind, whatever sysfs says.
 fn lab_knobs(mut walk: Walk) -> Walk {
+    match std::env::var("QTAR_ROTATIONAL").as_deref() {
+        Ok("0") => walk = walk.assume_rotational(false),
+        Ok("1") => walk = walk.assume_rotational(true),
+        _ => {}
+    }
     if let Some(n) = std::env::var("QTAR_META_WORKERS").ok().and_then(|v| v.parse().ok()) {
         walk = walk.workers(n);
     }

@@ -85,6 +85,7 @@ pub struct Walk {
     prefetch: Option<Prefetch>,
     filter: Option<Box<scan::NameFilter>>,
     exact_layout: bool,
+    rotational: Option<bool>,
 }
 
 impl Default for Walk {
@@ -107,6 +108,7 @@ impl Walk {
             prefetch: None,
             filter: None,
             exact_layout: true,
+            rotational: None,
         }
     }
 
@@ -184,6 +186,15 @@ impl Walk {
     /// block device, which needs read access to it) when possible. Default: on.
     pub fn exact_layout(mut self, yes: bool) -> Self {
         self.exact_layout = yes;
+        self
+    }
+
+    /// Treat the device as rotational (`true`) or not (`false`) instead of
+    /// asking sysfs, which picks the defaults of [`Walk::workers`] and
+    /// [`Walk::prefetch`]. Useful where sysfs is wrong: loop devices over
+    /// files, some virtual disks.
+    pub fn assume_rotational(mut self, yes: bool) -> Self {
+        self.rotational = Some(yes);
         self
     }
 
@@ -265,7 +276,7 @@ impl Walk {
                 fds.push(None);
             }
         }
-        let rotational = first_dev.and_then(qtar_sys::rotational);
+        let rotational = self.rotational.or_else(|| first_dev.and_then(qtar_sys::rotational));
         let solid = rotational == Some(false);
         let fs_kind = fs_kind.unwrap_or(FsKind::Other(0));
         let keys = if !disk || !fs_kind.inode_order_meaningful() {
