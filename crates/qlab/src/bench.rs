@@ -416,6 +416,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
     cfg.cache = fs::canonicalize(&cfg.cache).with_context(|| format!("{}: resolving", cfg.cache.display()))?;
     cfg.runs = fs::canonicalize(&cfg.runs).with_context(|| format!("{}: resolving", cfg.runs.display()))?;
     let cfg = &cfg;
+    let damon = crate::damon::Paused::pause();
     let date = cmd_out("date -u +%F");
     let host = cmd_out("hostname -s");
     let name = format!("{date}-{host}-{}", cfg.profile.name());
@@ -570,6 +571,7 @@ pub fn run(cfg: &BenchConfig) -> Result<PathBuf> {
         let _ =
             writeln!(versions, "$ {} --version\n{}\n", q.display(), cmd_out(&format!("'{}' --version", q.display())));
     }
+    let _ = writeln!(versions, "{}", damon.describe());
     let _ = writeln!(versions, "tree: {}", st.desc);
     for im in &measured {
         let _ = writeln!(

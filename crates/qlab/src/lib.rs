@@ -6,6 +6,7 @@
 //! * [`model`] prices a trace on a modelled 7200 rpm disk, with bounds;
 //! * [`layout`] reads FIEMAP layout through `filefrag` and scores it;
 //! * [`tree`] and [`age`] make seeded synthetic trees and aged images;
+//! * [`damon`] pauses the machine's DAMON page-out while a run measures;
 //! * [`bench`] runs the peers on clean and aged images and writes a run.
 //!
 //! ```
@@ -20,6 +21,7 @@
 
 pub mod age;
 pub mod bench;
+pub mod damon;
 pub mod layout;
 pub mod model;
 pub mod plot;
