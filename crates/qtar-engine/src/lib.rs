@@ -9,11 +9,15 @@
 //!    with a C-SCAN [`elevator`]: inode numbers (which follow disk position on
 //!    ext4 and XFS), or, when the ext4 device is readable, exact byte offsets
 //!    of inode tables and of directory blocks (FIEMAP). Directories found
-//!    behind the head wait for the next sweep. A few worker threads keep
-//!    several requests in flight.
-//! 2. **Data pass.** Files are read in the physical order of their first
-//!    extent (FIEMAP), with a window of `FADV_WILLNEED` hints across the next
-//!    files ([`Prefetch`]).
+//!    behind the head wait for the next sweep. With a readable ext4 device,
+//!    the inode tables and directory blocks the walk will need are read from
+//!    the device first, in position order, so the walk is served from the
+//!    cache ([`PrefetchStats`] says what was read); extent blocks of
+//!    fragmented files are read in one sorted sweep after the walk.
+//! 2. **Data pass.** A sweep over the device: files are admitted in the order
+//!    of their first extent (FIEMAP), their extents read ahead in device
+//!    order a window ahead of the reader ([`Prefetch`]), and handed out in the
+//!    order of their last extent.
 //!
 //! A [`Walk`] builds a [`Plan`] (the metadata pass), which lists every entry in
 //! read order before any data is read; [`Plan::reader`] then yields each entry
