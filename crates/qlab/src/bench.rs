@@ -106,14 +106,16 @@ pub fn tools(qtar: Option<&Path>) -> (Vec<Tool>, Vec<String>) {
                     false,
                 ));
             }
-            // Ablations of the disk order: four metadata threads; no reads of
-            // the block device (no metadata prefetch), with one thread and
-            // with four; the non-rotational defaults (8 threads, a deeper
-            // prefetch window).
+            // Ablations of the disk order: one metadata thread (the default
+            // is four when the metadata prefetch runs); no reads of the block
+            // device (no metadata prefetch), with one thread (the default
+            // then) and with four; the non-rotational defaults (eight
+            // threads, a deeper prefetch window).
             for (name, env) in [
-                ("qtar-disk-4threads", "QTAR_META_WORKERS=4"),
+                ("qtar-disk-1thread", "QTAR_META_WORKERS=1"),
                 ("qtar-disk-nodev", "QTAR_DEVICE_LAYOUT=0"),
                 ("qtar-disk-nodev-4threads", "QTAR_DEVICE_LAYOUT=0 QTAR_META_WORKERS=4"),
+                ("qtar-disk-flashmode", "QTAR_ROTATIONAL=0"),
             ] {
                 v.push(t(name, &format!("{env} '{}' --sort=disk -cf - tree | cat >/dev/null", q.display()), false));
             }
