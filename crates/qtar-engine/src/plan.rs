@@ -302,7 +302,19 @@ pub(crate) fn arrange(
     let (seq, used): (Vec<u32>, OrderUsed) = match order {
         Order::Disk => {
             let mut free = Vec::new();
-            let mut data: Vec<(u64, u32)> = Vec::new();
+            // Node ids only (4 bytes each, not 16 with their keys): sorting
+            // a million entries should not cost more memory than the plan.
+            let mut data: Vec<u32> = Vec::new();
+            let key = |id: u32| {
+                let n = &tree.nodes[id as usize];
+                match (fallback, n.data()) {
+                    // Emitted when the sweep has read all of it: by its last
+                    // extent. The reader admits it at its first.
+                    (OrderUsed::Physical, DataKey::At { last, .. }) => last,
+                    (OrderUsed::Physical | OrderUsed::Inode, _) => n.ino,
+                    _ => id as u64,
+                }
+            };
             let mut dirs: Vec<(u32, u32)> = Vec::new();
             for id in 0..tree.nodes.len() as u32 {
                 if !live(id) {
@@ -312,14 +324,8 @@ pub(crate) fn arrange(
                 let m = n.meta().expect("stated");
                 match m.kind {
                     FileKind::Dir => dirs.push((tree.depth(id), id)),
-                    FileKind::File => match (fallback, n.data()) {
-                        (_, DataKey::Free) => free.push(id),
-                        // Emitted when the sweep has read all of it: by its
-                        // last extent. The reader admits it at its first.
-                        (OrderUsed::Physical, DataKey::At { last, .. }) => data.push((last, id)),
-                        (OrderUsed::Physical | OrderUsed::Inode, _) => data.push((m.ino, id)),
-                        _ => data.push((id as u64, id)),
-                    },
+                    FileKind::File if n.data() == DataKey::Free => free.push(id),
+                    FileKind::File => data.push(id),
                     _ => free.push(id),
                 }
             }
@@ -330,7 +336,7 @@ pub(crate) fn arrange(
                 let (na, nb) = (&tree.nodes[a as usize], &tree.nodes[b as usize]);
                 na.ino.cmp(&nb.ino).then_with(|| tree.path(a).cmp(&tree.path(b)))
             };
-            data.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| tie(a.1, b.1)));
+            data.sort_unstable_by(|&a, &b| key(a).cmp(&key(b)).then_with(|| tie(a, b)));
             // Entries that need no data read go first, sorted by path so each
             // directory's entries are contiguous: GNU tar marks a directory to be
             // restored after its delayed symlinks (absolute or `..` targets)
@@ -341,7 +347,7 @@ pub(crate) fn arrange(
             free.sort_unstable_by_key(|&a| tree.path(a));
             dirs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| tie(a.1, b.1)));
             let mut seq = free;
-            seq.extend(data.into_iter().map(|(_, id)| id));
+            seq.extend(data);
             seq.extend(dirs.into_iter().map(|(_, id)| id));
             (seq, fallback)
         }
@@ -400,15 +406,12 @@ pub(crate) fn arrange(
 /// The admission order of the physical sweep: positions of the files with
 /// extents, sorted by their first extent.
 pub(crate) fn admission(tree: &Tree, seq: &[u32], links: &[u32]) -> Vec<u32> {
-    let mut v: Vec<(u64, u32)> = seq
-        .iter()
-        .enumerate()
-        .filter(|(pos, _)| links[*pos] == NONE)
-        .filter_map(|(pos, &id)| match tree.nodes[id as usize].data() {
-            DataKey::At { first, .. } => Some((first, pos as u32)),
-            _ => None,
-        })
-        .collect();
-    v.sort_unstable();
-    v.into_iter().map(|(_, pos)| pos).collect()
+    let first = |pos: u32| match tree.nodes[seq[pos as usize] as usize].data() {
+        DataKey::At { first, .. } => Some(first),
+        _ => None,
+    };
+    let mut v: Vec<u32> =
+        (0..seq.len() as u32).filter(|&pos| links[pos as usize] == NONE && first(pos).is_some()).collect();
+    v.sort_unstable_by_key(|&pos| (first(pos), pos));
+    v
 }
