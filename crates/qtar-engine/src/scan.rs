@@ -35,13 +35,29 @@ pub(crate) struct ScanConfig {
 
 pub(crate) type NameFilter = dyn Fn(&[u8], FileKind) -> bool + Send + Sync;
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum JobOp {
     Stat,
     ReadDir,
     /// FIEMAP of a regular file whose extent tree is out on the data area,
     /// deferred to a sorted sweep after the walk.
     Fiemap,
+}
+
+/// A job waiting in the elevator: a few bytes, so that a million queued stats
+/// cost little. It becomes a [`Job`] (with its path) when dispatched.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    node: u32,
+    op: JobOp,
+    hint: FileKind,
+    defer_fiemap: bool,
+}
+
+impl Pending {
+    fn new(node: u32, op: JobOp) -> Self {
+        Self { node, op, hint: FileKind::Unknown, defer_fiemap: false }
+    }
 }
 
 #[derive(Debug)]
@@ -122,19 +138,19 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn job(&self, node: u32, op: JobOp) -> Job {
-        let n = &self.tree.nodes[node as usize];
-        let rel = self.tree.rel(node);
+    fn job(&self, p: Pending) -> Job {
+        let n = &self.tree.nodes[p.node as usize];
+        let rel = self.tree.rel(p.node);
         let name_at = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
         Job {
-            node,
+            node: p.node,
             parent: n.parent,
             root: u32::from(n.root),
-            op,
+            op: p.op,
             rel,
             name_at,
-            hint: FileKind::Unknown,
-            defer_fiemap: false,
+            hint: p.hint,
+            defer_fiemap: p.defer_fiemap,
         }
     }
 
@@ -150,14 +166,14 @@ impl<'a> Scan<'a> {
     pub fn run(&mut self, roots: Arc<Roots>, root_dirs: &[u32]) {
         let workers = self.cfg.workers.max(1);
         let (done_tx, done_rx) = chan::unbounded::<Vec<Done>>();
-        let mut elevator: Elevator<Job> = Elevator::new();
+        let mut elevator: Elevator<Pending> = Elevator::new();
         for &r in root_dirs {
             let ino = self.tree.nodes[r as usize].ino;
             if let Some(p) = &mut self.prefetch {
                 p.touch(ino);
             }
             let key = self.dir_key(ino, None);
-            elevator.push(key, self.job(r, JobOp::ReadDir));
+            elevator.push(key, Pending::new(r, JobOp::ReadDir));
         }
         std::thread::scope(|s| {
             let mut job_txs = Vec::with_capacity(workers);
@@ -196,7 +212,7 @@ impl<'a> Scan<'a> {
                     p.read_leaves(deferred.iter().map(|&(off, _)| off));
                 }
                 for (off, id) in deferred {
-                    elevator.push(off, self.job(id, JobOp::Fiemap));
+                    elevator.push(off, Pending::new(id, JobOp::Fiemap));
                 }
             }
             drop(job_txs);
@@ -206,7 +222,7 @@ impl<'a> Scan<'a> {
     /// Serves the elevator until it is empty and nothing is in flight.
     fn drain(
         &mut self,
-        elevator: &mut Elevator<Job>,
+        elevator: &mut Elevator<Pending>,
         job_txs: &[chan::Sender<Vec<Job>>],
         done_rx: &chan::Receiver<Vec<Done>>,
     ) {
@@ -214,11 +230,11 @@ impl<'a> Scan<'a> {
         let mut in_flight = 0usize;
         loop {
             while in_flight < self.cfg.depth.max(1) && !elevator.is_empty() {
-                let slice: Vec<Job> =
+                let slice: Vec<Pending> =
                     std::iter::from_fn(|| elevator.pop().map(|(_, j)| j)).take(BATCH * workers).collect();
                 let mut subs: Vec<Vec<Job>> = (0..workers).map(|_| Vec::new()).collect();
-                for (i, job) in slice.into_iter().enumerate() {
-                    subs[i % workers].push(job);
+                for (i, p) in slice.into_iter().enumerate() {
+                    subs[i % workers].push(self.job(p));
                 }
                 for (tx, sub) in job_txs.iter().zip(subs) {
                     if !sub.is_empty() {
@@ -238,7 +254,7 @@ impl<'a> Scan<'a> {
         }
     }
 
-    fn complete(&mut self, done: Done, elevator: &mut Elevator<Job>) {
+    fn complete(&mut self, done: Done, elevator: &mut Elevator<Pending>) {
         let id = done.node;
         match done.result {
             Err((op, e)) => {
@@ -266,7 +282,7 @@ impl<'a> Scan<'a> {
                         n.state |= state::OTHER_FS;
                     } else {
                         let key = self.dir_key(meta.ino, dir_key);
-                        elevator.push(key, self.job(id, JobOp::ReadDir));
+                        elevator.push(key, Pending::new(id, JobOp::ReadDir));
                     }
                 }
             }
@@ -300,7 +316,7 @@ impl<'a> Scan<'a> {
                     }
                     let child = self.tree.add(id, u32::from(root), name, ino);
                     let key = self.stat_key(ino);
-                    let mut job = self.job(child, JobOp::Stat);
+                    let mut job = Pending::new(child, JobOp::Stat);
                     job.hint = kind;
                     if let Some(p) = &mut self.prefetch {
                         p.touch(ino);
